@@ -1,0 +1,111 @@
+// Tiling of elementwise ops: unary -> Scalar-engine activation, binary -> Vector-engine
+// tensor_tensor (tensor_scalar when one side is a constant), cast -> Vector-engine copy.
+#include "compiler/Conversion/NTorchToNTile/TileEmitter.h"
+#include "dialects/NTorch/IR/NTorchOps.h"
+
+#include "mlir/IR/Matchers.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using neuron::ntile::MemSpace;
+
+namespace neuron::compiler {
+
+static RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+/// The value of a rank-0 or splat constant operand, if it is one.
+static std::optional<double> splatValue(Value v) {
+  DenseElementsAttr attr;
+  if (!matchPattern(v, m_Constant(&attr)) || !attr.isSplat())
+    return std::nullopt;
+  Type et = attr.getElementType();
+  if (isa<FloatType>(et))
+    return attr.getSplatValue<APFloat>().convertToDouble();
+  if (et.isInteger(1))
+    return attr.getSplatValue<bool>() ? 1.0 : 0.0;
+  return (double)attr.getSplatValue<APInt>().getSExtValue();
+}
+
+/// Emits `result = compute(inputs)` tile by tile: each input is loaded (broadcast
+/// through its access pattern) into an SBUF tile, `compute` writes the result tile,
+/// which is stored to the result's HBM buffer.
+static void emitTiled(TileEmitter &e, Location loc, ArrayRef<Value> inputs, Value result,
+                      const std::function<void(ArrayRef<Value>, Value)> &compute) {
+  RankedTensorType rt = tensorType(result);
+  Value out = e.createResultBuffer(result, loc);
+  int64_t widest = ntile::getElementBytes(rt.getElementType());
+  for (Value in : inputs)
+    widest = std::max(widest, ntile::getElementBytes(tensorType(in).getElementType()));
+  e.forEachTile(rt.getShape(), e.maxTileFree(widest),
+                [&](int64_t row0, int64_t rows, int64_t col0, int64_t cols) {
+                  SmallVector<Value> tiles;
+                  for (Value in : inputs) {
+                    RankedTensorType it = tensorType(in);
+                    Value tile = e.allocTile(loc, rows, cols, it.getElementType(), MemSpace::sbuf);
+                    e.loadRows(loc, e.buffer(in), 0,
+                               broadcastStrides(it.getShape(), rt.getShape()), rt.getShape(),
+                               row0, rows, col0, cols, tile);
+                    tiles.push_back(tile);
+                  }
+                  Value outTile = e.allocTile(loc, rows, cols, rt.getElementType(), MemSpace::sbuf);
+                  compute(tiles, outTile);
+                  e.storeRows(loc, outTile, out, rt.getShape(), row0, rows, col0, cols);
+                });
+}
+
+static ActFunc toActFunc(ntorch::UnaryFn fn) {
+  return *symbolizeActFunc(ntorch::stringifyUnaryFn(fn));
+}
+
+static AluOp toAluOp(ntorch::BinaryFn fn) {
+  return *symbolizeAluOp(ntorch::stringifyBinaryFn(fn));
+}
+
+static LogicalResult lowerUnary(TileEmitter &e, ntorch::UnaryOp op) {
+  ActFunc fn = toActFunc(op.getFn());
+  emitTiled(e, op.getLoc(), {op.getInput()}, op.getResult(), [&](ArrayRef<Value> in, Value out) {
+    e.b.create<ntile::ActivationOp>(op.getLoc(), fn, in[0], out, APFloat(1.0), APFloat(0.0));
+  });
+  return success();
+}
+
+static LogicalResult lowerBinary(TileEmitter &e, ntorch::BinaryOp op) {
+  AluOp alu = toAluOp(op.getFn());
+  Location loc = op.getLoc();
+  auto resultShape = tensorType(op.getResult()).getShape();
+  // A constant operand that the other operand covers becomes an immediate.
+  for (bool lhsConst : {false, true}) {
+    Value c = lhsConst ? op.getLhs() : op.getRhs();
+    Value t = lhsConst ? op.getRhs() : op.getLhs();
+    std::optional<double> value = splatValue(c);
+    if (!value || tensorType(t).getShape() != resultShape)
+      continue;
+    emitTiled(e, loc, {t}, op.getResult(), [&](ArrayRef<Value> in, Value out) {
+      e.b.create<ntile::TensorScalarOp>(loc, alu, in[0], APFloat(*value), out,
+                                        lhsConst);
+    });
+    return success();
+  }
+  emitTiled(e, loc, {op.getLhs(), op.getRhs()}, op.getResult(),
+            [&](ArrayRef<Value> in, Value out) {
+              e.b.create<ntile::TensorTensorOp>(loc, alu, in[0], in[1], out);
+            });
+  return success();
+}
+
+static LogicalResult lowerCast(TileEmitter &e, ntorch::CastOp op) {
+  emitTiled(e, op.getLoc(), {op.getInput()}, op.getResult(), [&](ArrayRef<Value> in, Value out) {
+    e.b.create<ntile::CopyOp>(op.getLoc(), in[0], out);
+  });
+  return success();
+}
+
+LogicalResult lowerElementwise(TileEmitter &e, Operation *op) {
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](ntorch::UnaryOp u) { return lowerUnary(e, u); })
+      .Case([&](ntorch::BinaryOp b) { return lowerBinary(e, b); })
+      .Case([&](ntorch::CastOp c) { return lowerCast(e, c); })
+      .Default([](Operation *) { return failure(); });
+}
+
+} // namespace neuron::compiler

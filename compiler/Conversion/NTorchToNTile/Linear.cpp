@@ -1,0 +1,69 @@
+// Tiling of matmul onto the Tensor engine: [K, M]^T @ [K, N] tiles accumulated in PSUM.
+#include "compiler/Conversion/NTorchToNTile/TileEmitter.h"
+#include "dialects/NTorch/IR/NTorchOps.h"
+
+using namespace mlir;
+using neuron::ntile::MemSpace;
+
+namespace neuron::compiler {
+
+/// Keep the stationary tiles of one row block resident while they fit in this
+/// many bytes per partition; otherwise reload them for every column block.
+static constexpr int64_t kResidentStationaryBytes = 96 * 1024;
+
+LogicalResult lowerMatmul(TileEmitter &e, Operation *operation) {
+  auto op = dyn_cast<ntorch::MatmulOp>(operation);
+  if (!op)
+    return failure();
+  Location loc = op.getLoc();
+  auto lhsType = cast<RankedTensorType>(op.getLhs().getType());
+  auto rhsType = cast<RankedTensorType>(op.getRhs().getType());
+  auto resType = cast<RankedTensorType>(op.getType());
+  int64_t M = resType.getDimSize(0), N = resType.getDimSize(1);
+  int64_t K = op.getTransposeLhs() ? lhsType.getDimSize(0) : lhsType.getDimSize(1);
+  // Element strides of lhs'[m, k] and rhs'[k, n] in their buffers.
+  int64_t lhsM = op.getTransposeLhs() ? 1 : K, lhsK = op.getTransposeLhs() ? M : 1;
+  int64_t rhsK = op.getTransposeRhs() ? 1 : N, rhsN = op.getTransposeRhs() ? K : 1;
+
+  Value lhs = e.buffer(op.getLhs()), rhs = e.buffer(op.getRhs());
+  Value out = e.createResultBuffer(op.getResult(), loc);
+  Type lhsEt = lhsType.getElementType(), rhsEt = rhsType.getElementType();
+  Type f32 = e.b.getF32Type();
+  const int64_t tileK = e.target.partitions, tileM = e.target.matmulMaxM,
+                tileN = e.target.matmulMaxN;
+  bool resident = ((K + tileK - 1) / tileK) * tileM * ntile::getElementBytes(lhsEt) <=
+                  kResidentStationaryBytes;
+
+  auto loadStationary = [&](int64_t m0, int64_t mm, int64_t k0, int64_t kk) {
+    Value tile = e.allocTile(loc, kk, mm, lhsEt, MemSpace::sbuf);
+    e.dma(loc, lhs, e.pattern(m0 * lhsM + k0 * lhsK, {{lhsK, kk}, {lhsM, mm}}), tile,
+          e.pattern(0, {{mm, kk}, {1, mm}}));
+    return tile;
+  };
+
+  for (int64_t m0 = 0; m0 < M; m0 += tileM) {
+    int64_t mm = std::min(tileM, M - m0);
+    SmallVector<Value> stationary;
+    if (resident)
+      for (int64_t k0 = 0; k0 < K; k0 += tileK)
+        stationary.push_back(loadStationary(m0, mm, k0, std::min(tileK, K - k0)));
+    for (int64_t n0 = 0; n0 < N; n0 += tileN) {
+      int64_t nn = std::min(tileN, N - n0);
+      Value acc = e.allocTile(loc, mm, nn, f32, MemSpace::psum);
+      for (int64_t k0 = 0, kt = 0; k0 < K; k0 += tileK, ++kt) {
+        int64_t kk = std::min(tileK, K - k0);
+        Value st = resident ? stationary[kt] : loadStationary(m0, mm, k0, kk);
+        Value mv = e.allocTile(loc, kk, nn, rhsEt, MemSpace::sbuf);
+        e.dma(loc, rhs, e.pattern(k0 * rhsK + n0 * rhsN, {{rhsK, kk}, {rhsN, nn}}), mv,
+              e.pattern(0, {{nn, kk}, {1, nn}}));
+        e.b.create<ntile::MatmulOp>(loc, st, mv, acc, /*accumulate=*/k0 > 0);
+      }
+      Value result = e.allocTile(loc, mm, nn, resType.getElementType(), MemSpace::sbuf);
+      e.b.create<ntile::CopyOp>(loc, acc, result);
+      e.storeRows(loc, result, out, {M, N}, m0, mm, n0, nn);
+    }
+  }
+  return success();
+}
+
+} // namespace neuron::compiler

@@ -1,0 +1,207 @@
+// Serializes nisa instructions 1:1 into runtime::Program (buffers, instructions, origins).
+#include "compiler/Export/ProgramExport.h"
+#include "dialects/NIsa/IR/NIsaOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+namespace rt = neuron::runtime;
+using neuron::ntile::MemSpace;
+
+namespace neuron::compiler {
+namespace {
+
+std::optional<rt::DType> toDType(Type t) {
+  if (t.isF32())
+    return rt::DType::F32;
+  if (t.isBF16())
+    return rt::DType::BF16;
+  if (t.isF16())
+    return rt::DType::F16;
+  if (t.isInteger(64))
+    return rt::DType::I64;
+  if (t.isInteger(32))
+    return rt::DType::I32;
+  if (t.isInteger(8))
+    return rt::DType::I8;
+  if (t.isInteger(1))
+    return rt::DType::Bool;
+  return std::nullopt;
+}
+
+/// Little-endian bytes of every element (splats expanded).
+std::vector<uint8_t> elementBytes(ElementsAttr attr, rt::DType dtype) {
+  std::vector<uint8_t> bytes;
+  int64_t width = rt::dtypeSize(dtype);
+  auto append = [&](uint64_t raw) {
+    for (int64_t i = 0; i < width; ++i)
+      bytes.push_back((raw >> (8 * i)) & 0xff);
+  };
+  auto dense = cast<DenseElementsAttr>(attr);
+  if (isa<FloatType>(dense.getElementType())) {
+    for (APFloat v : dense.getValues<APFloat>())
+      append(v.bitcastToAPInt().getZExtValue());
+  } else {
+    for (APInt v : dense.getValues<APInt>())
+      append(dense.getElementType().isInteger(1) ? v.getZExtValue() : v.getSExtValue());
+  }
+  return bytes;
+}
+
+class Exporter {
+public:
+  explicit Exporter(rt::Program &program) : program(program) {}
+  LogicalResult run(func::FuncOp func);
+
+private:
+  FailureOr<rt::AccessPattern> pattern(Operation *op, nisa::AccessPatternAttr ap);
+  LogicalResult instruction(Operation *op);
+  uint32_t origin(Location loc);
+
+  rt::Program &program;
+  llvm::StringMap<uint32_t> origins;
+};
+
+FailureOr<rt::AccessPattern> Exporter::pattern(Operation *op, nisa::AccessPatternAttr ap) {
+  rt::AccessPattern out;
+  std::optional<rt::DType> dtype = toDType(ap.getElementType());
+  if (!dtype)
+    return op->emitOpError("element type ") << ap.getElementType()
+                                            << " has no program encoding";
+  out.dtype = *dtype;
+  out.space = ap.getSpace() == MemSpace::hbm    ? rt::MemSpace::Hbm
+              : ap.getSpace() == MemSpace::sbuf ? rt::MemSpace::Sbuf
+                                                : rt::MemSpace::Psum;
+  if (out.space == rt::MemSpace::Hbm)
+    out.buffer = ap.getIndex();
+  else
+    out.partition = ap.getIndex();
+  out.offset = ap.getOffset();
+  for (size_t i = 0; i < ap.getRank(); ++i)
+    out.dims.push_back({ap.getStride(i), ap.getSize(i)});
+  return out;
+}
+
+/// "aten.mm.default at model.py:12", deduplicated.
+uint32_t Exporter::origin(Location loc) {
+  std::string text;
+  if (auto name = dyn_cast<NameLoc>(loc)) {
+    text = name.getName().str();
+    if (auto file = dyn_cast<FileLineColLoc>(name.getChildLoc()))
+      text += " at " + file.getFilename().str() + ":" + std::to_string(file.getLine());
+  }
+  auto [it, inserted] = origins.try_emplace(text, program.origins.size());
+  if (inserted)
+    program.origins.push_back(text);
+  return it->second;
+}
+
+LogicalResult Exporter::instruction(Operation *op) {
+  rt::Instruction inst;
+  inst.queue = nisa::getQueue(op);
+  inst.origin = origin(op->getLoc());
+  FailureOr<rt::AccessPattern> dst = pattern(op, nisa::getWrite(op));
+  if (failed(dst))
+    return failure();
+  inst.dst = *dst;
+  auto src = [&](nisa::AccessPatternAttr ap) -> LogicalResult {
+    FailureOr<rt::AccessPattern> p = pattern(op, ap);
+    if (failed(p))
+      return failure();
+    inst.srcs.push_back(*p);
+    return success();
+  };
+  auto alu = [](AluOp a) {
+    rt::AluOp out;
+    rt::parseAluOp(stringifyAluOp(a).str(), out);
+    return out;
+  };
+  LogicalResult ok =
+      llvm::TypeSwitch<Operation *, LogicalResult>(op)
+          .Case([&](nisa::DmaCopyOp o) {
+            inst.opcode = rt::Opcode::DmaCopy;
+            return src(o.getSrc());
+          })
+          .Case([&](nisa::MatmulOp o) {
+            inst.opcode = rt::Opcode::Matmul;
+            inst.accumulate = o.getAccumulate();
+            program.flops += 2 * o.getStationary().getSize(0) *
+                             o.getStationary().getFreeSize() * o.getMoving().getFreeSize();
+            return success(succeeded(src(o.getStationary())) && succeeded(src(o.getMoving())));
+          })
+          .Case([&](nisa::ActivationOp o) -> LogicalResult {
+            inst.opcode = rt::Opcode::Activation;
+            if (!rt::parseActFunc(stringifyActFunc(o.getFn()).str(), inst.func))
+              return o.emitOpError("function has no program encoding");
+            inst.imm[0] = o.getScale().convertToDouble();
+            inst.imm[1] = o.getBias().convertToDouble();
+            return src(o.getSrc());
+          })
+          .Case([&](nisa::TensorTensorOp o) {
+            inst.opcode = rt::Opcode::TensorTensor;
+            inst.alu = alu(o.getOp());
+            return success(succeeded(src(o.getLhs())) && succeeded(src(o.getRhs())));
+          })
+          .Case([&](nisa::TensorScalarOp o) {
+            inst.opcode = rt::Opcode::TensorScalar;
+            inst.alu = alu(o.getOp());
+            inst.imm[0] = o.getScalar().convertToDouble();
+            inst.reverse = o.getReverse();
+            return src(o.getSrc());
+          })
+          .Case([&](nisa::TensorCopyOp o) {
+            inst.opcode = rt::Opcode::TensorCopy;
+            return src(o.getSrc());
+          })
+          .Default([](Operation *op) { return op->emitOpError("has no program encoding"); });
+  if (failed(ok))
+    return failure();
+  if (auto waits = op->getAttrOfType<DenseI32ArrayAttr>("waits"))
+    for (size_t i = 0; i + 1 < (size_t)waits.size(); i += 2)
+      inst.waits.push_back({(uint16_t)waits[i], (uint32_t)waits[i + 1]});
+  program.instructions.push_back(std::move(inst));
+  return success();
+}
+
+LogicalResult Exporter::run(func::FuncOp func) {
+  for (Operation &op : func.getBody().front()) {
+    if (auto buf = dyn_cast<nisa::BufferOp>(op)) {
+      if (buf.getId() != program.buffers.size())
+        return buf.emitOpError("buffer ids must count up from 0 in declaration order");
+      auto type = cast<RankedTensorType>(buf.getType());
+      std::optional<rt::DType> dtype = toDType(type.getElementType());
+      if (!dtype)
+        return buf.emitOpError("element type ") << type.getElementType()
+                                                << " has no program encoding";
+      rt::BufferDecl decl;
+      decl.name = "buffer" + std::to_string(buf.getId());
+      decl.kind = static_cast<rt::BufferDecl::Kind>(buf.getKind());
+      decl.index = buf.getIndex();
+      decl.dtype = *dtype;
+      decl.shape.assign(type.getShape().begin(), type.getShape().end());
+      if (auto value = buf.getValue())
+        decl.data = elementBytes(*value, *dtype);
+      program.buffers.push_back(std::move(decl));
+    } else if (nisa::isInstruction(&op)) {
+      if (failed(instruction(&op)))
+        return failure();
+    }
+  }
+  return success();
+}
+
+} // namespace
+
+LogicalResult exportProgram(ModuleOp module, const std::string &target, rt::Program &program) {
+  program = rt::Program{};
+  program.target = target;
+  auto funcs = llvm::to_vector(module.getOps<func::FuncOp>());
+  if (funcs.size() != 1)
+    return module.emitError("expected one function of nisa instructions, found ")
+           << funcs.size();
+  return Exporter(program).run(funcs.front());
+}
+
+} // namespace neuron::compiler

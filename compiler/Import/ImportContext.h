@@ -1,0 +1,61 @@
+// What an ATen-op importer sees of one graph node: its arguments, result types, a builder.
+#pragma once
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <nlohmann/json.hpp>
+#include <functional>
+#include <stdexcept>
+#include <string>
+
+namespace neuron::compiler {
+
+/// Thrown by argument accessors for a node whose arguments do not fit the op;
+/// turned into an error naming the node.
+struct ImportError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class NodeContext {
+public:
+  NodeContext(mlir::OpBuilder &builder, mlir::Location loc, const nlohmann::json &node,
+              std::function<mlir::Value(const nlohmann::json &)> lookup,
+              llvm::SmallVector<mlir::RankedTensorType> resultTypes)
+      : b(builder), loc(loc), node(node), lookup(std::move(lookup)),
+        resultTypes(std::move(resultTypes)) {}
+
+  mlir::OpBuilder &b;
+  mlir::Location loc;
+
+  /// Positional argument i, or keyword `name` when given and present.
+  const nlohmann::json *arg(size_t i, const char *name = nullptr) const;
+  bool hasArg(size_t i, const char *name = nullptr) const { return arg(i, name) != nullptr; }
+  bool isTensorArg(size_t i) const;
+  mlir::Value tensor(size_t i) const;
+  double number(size_t i, const char *name, double fallback) const;
+  int64_t integer(size_t i, const char *name, int64_t fallback) const;
+  std::string string(size_t i, const char *name, const std::string &fallback) const;
+  llvm::SmallVector<int64_t> intList(size_t i, const char *name = nullptr) const;
+
+  /// A tensor operand: argument i itself, or a rank-0 constant of `elementType`
+  /// when argument i is a number.
+  mlir::Value tensorOrScalar(size_t i, mlir::Type elementType) const;
+
+  mlir::RankedTensorType resultType(size_t i = 0) const { return resultTypes[i]; }
+  size_t numResults() const { return resultTypes.size(); }
+
+private:
+  const nlohmann::json &node;
+  std::function<mlir::Value(const nlohmann::json &)> lookup;
+  llvm::SmallVector<mlir::RankedTensorType> resultTypes;
+};
+
+/// Imports one node; returns the values for its outputs, in order.
+using AtenOpImporter = llvm::SmallVector<mlir::Value> (*)(NodeContext &ctx);
+
+/// The importer for `target` ("aten.mm.default"), or nullptr when unsupported.
+AtenOpImporter findAtenOpImporter(const std::string &target);
+
+} // namespace neuron::compiler

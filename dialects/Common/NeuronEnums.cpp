@@ -1,0 +1,4 @@
+// Generated string conversions of the shared engine enums.
+#include "dialects/Common/NeuronEnums.h"
+
+#include "dialects/Common/NeuronEnums.cpp.inc"

@@ -1,0 +1,143 @@
+// Verifiers of the nisa instructions: queues, access-pattern shapes, semaphore waits.
+#include "dialects/NIsa/IR/NIsaOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace neuron::nisa;
+using neuron::ntile::MemSpace;
+
+static constexpr int64_t kMaxPartitions = 128;
+
+bool neuron::nisa::isInstruction(Operation *op) {
+  return op->getDialect() && op->getDialect()->getNamespace() == "nisa" && !isa<BufferOp>(op);
+}
+
+int neuron::nisa::getQueue(Operation *op) {
+  return op->getAttrOfType<IntegerAttr>("queue").getInt();
+}
+
+AccessPatternAttr neuron::nisa::getWrite(Operation *op) {
+  return op->getAttrOfType<AccessPatternAttr>("dst");
+}
+
+SmallVector<AccessPatternAttr> neuron::nisa::getReads(Operation *op) {
+  SmallVector<AccessPatternAttr> reads;
+  for (NamedAttribute attr : op->getAttrs())
+    if (auto ap = dyn_cast<AccessPatternAttr>(attr.getValue()))
+      if (attr.getName() != "dst")
+        reads.push_back(ap);
+  if (auto mm = dyn_cast<MatmulOp>(op); mm && mm.getAccumulate())
+    reads.push_back(mm.getDst());
+  return reads;
+}
+
+/// Checks what every instruction shares: its queue is one of `queues`, waits are
+/// (queue, count) pairs, and on-chip patterns respect the partition count.
+static LogicalResult verifyInstruction(Operation *op, ArrayRef<int> queues) {
+  int q = getQueue(op);
+  if (!llvm::is_contained(queues, q)) {
+    auto diag = op->emitOpError("cannot run on queue ") << q << "; allowed:";
+    for (int allowed : queues)
+      diag << " " << allowed;
+    return diag;
+  }
+  if (auto waits = op->getAttrOfType<DenseI32ArrayAttr>("waits")) {
+    if (waits.size() % 2 != 0)
+      return op->emitOpError("waits must be [queue, count] pairs");
+    for (size_t i = 0; i < (size_t)waits.size(); i += 2)
+      if (waits[i] < 0 || waits[i] >= kNumQueues || waits[i + 1] <= 0)
+        return op->emitOpError("wait [") << waits[i] << ", " << waits[i + 1] << "] is invalid";
+  }
+  SmallVector<AccessPatternAttr> aps = getReads(op);
+  aps.push_back(getWrite(op));
+  for (AccessPatternAttr ap : aps) {
+    if (ap.getRank() == 0)
+      return op->emitOpError("access pattern without dimensions");
+    if (ap.getSpace() != MemSpace::hbm &&
+        (ap.getSize(0) > kMaxPartitions || ap.getIndex() + ap.getSize(0) > kMaxPartitions))
+      return op->emitOpError("access pattern spans partitions ")
+             << ap.getIndex() << ".." << ap.getIndex() + ap.getSize(0) << ", beyond 128";
+  }
+  return success();
+}
+
+static SmallVector<int> dmaQueues() {
+  SmallVector<int> qs;
+  for (int i = 0; i < kNumDmaQueues; ++i)
+    qs.push_back(kQueueDma0 + i);
+  return qs;
+}
+
+static LogicalResult verifyElementwise(Operation *op, ArrayRef<AccessPatternAttr> srcs) {
+  AccessPatternAttr dst = getWrite(op);
+  for (AccessPatternAttr src : srcs) {
+    if (src.getSpace() == MemSpace::hbm || dst.getSpace() == MemSpace::hbm)
+      return op->emitOpError("compute engines read and write SBUF/PSUM only");
+    if (src.getSize(0) != dst.getSize(0) || src.getFreeSize() != dst.getFreeSize())
+      return op->emitOpError("operand shape [") << src.getSize(0) << ", " << src.getFreeSize()
+                                                << "] differs from dst [" << dst.getSize(0)
+                                                << ", " << dst.getFreeSize() << "]";
+  }
+  return success();
+}
+
+LogicalResult BufferOp::verify() {
+  if (getValue() && getKind() != BufferKind::constant)
+    return emitOpError("only constant buffers carry a value");
+  if (!getValue() && getKind() == BufferKind::constant)
+    return emitOpError("constant buffer without a value");
+  return success();
+}
+
+LogicalResult DmaCopyOp::verify() {
+  if (failed(verifyInstruction(*this, dmaQueues())))
+    return failure();
+  if (getDst().getNumElements() != getSrc().getNumElements())
+    return emitOpError("copies ") << getSrc().getNumElements() << " elements into "
+                                  << getDst().getNumElements();
+  if (getDst().getElementType() != getSrc().getElementType())
+    return emitOpError("DMA does not convert element types");
+  return success();
+}
+
+LogicalResult MatmulOp::verify() {
+  if (failed(verifyInstruction(*this, {kQueueTensor})))
+    return failure();
+  auto st = getStationary(), mv = getMoving(), dst = getDst();
+  if (st.getSpace() != MemSpace::sbuf || mv.getSpace() != MemSpace::sbuf ||
+      dst.getSpace() != MemSpace::psum)
+    return emitOpError("reads SBUF and writes PSUM");
+  if (st.getSize(0) != mv.getSize(0) || dst.getSize(0) != st.getFreeSize() ||
+      dst.getFreeSize() != mv.getFreeSize())
+    return emitOpError("shapes do not form [K, M]^T @ [K, N] -> [M, N]");
+  return success();
+}
+
+LogicalResult ActivationOp::verify() {
+  if (failed(verifyInstruction(*this, {kQueueScalar})))
+    return failure();
+  return verifyElementwise(*this, {getSrc()});
+}
+
+LogicalResult TensorTensorOp::verify() {
+  if (failed(verifyInstruction(*this, {kQueueVector, kQueueGpSimd})))
+    return failure();
+  return verifyElementwise(*this, {getLhs(), getRhs()});
+}
+
+LogicalResult TensorScalarOp::verify() {
+  if (failed(verifyInstruction(*this, {kQueueVector, kQueueGpSimd})))
+    return failure();
+  return verifyElementwise(*this, {getSrc()});
+}
+
+LogicalResult TensorCopyOp::verify() {
+  if (failed(verifyInstruction(*this, {kQueueVector, kQueueScalar, kQueueGpSimd})))
+    return failure();
+  return verifyElementwise(*this, {getSrc()});
+}
+
+#define GET_OP_CLASSES
+#include "dialects/NIsa/IR/NIsaOps.cpp.inc"

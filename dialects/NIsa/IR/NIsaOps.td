@@ -1,0 +1,63 @@
+// The nisa instructions. Keep this list in step with runtime/Program.h Opcode.
+#ifndef NISA_OPS_TD
+#define NISA_OPS_TD
+
+include "dialects/NIsa/IR/NIsaDialect.td"
+
+def NIsa_BufferOp : NIsa_Op<"buffer"> {
+  let summary = "declares an HBM buffer of the program";
+  let description = [{
+    ```mlir
+    nisa.buffer 0 input 0 : tensor<3x200xf32>
+    nisa.buffer 2 constant 0 : tensor<f32> {value = dense<5.000000e-01> : tensor<f32>}
+    ```
+  }];
+  let arguments = (ins I32Attr:$id, NIsa_BufferKind:$kind, I32Attr:$index,
+                       TypeAttrOf<AnyRankedTensor>:$type, OptionalAttr<ElementsAttr>:$value);
+  let assemblyFormat = "$id $kind $index attr-dict `:` $type";
+  let hasVerifier = 1;
+}
+
+// Every instruction names its queue and the semaphore counts it waits for.
+class NIsa_Instruction<string mnemonic, dag operands, string format, string prefix = "">
+    : NIsa_Op<mnemonic> {
+  let arguments = !con((ins I32Attr:$queue, NIsa_AccessPatternAttr:$dst), operands,
+                       (ins OptionalAttr<DenseI32ArrayAttr>:$waits));
+  let assemblyFormat = prefix # " `on` $queue $dst `,` " # format # " (`wait` $waits^)? attr-dict";
+  let hasVerifier = 1;
+}
+
+def NIsa_DmaCopyOp : NIsa_Instruction<"dma_copy", (ins NIsa_AccessPatternAttr:$src), "$src"> {
+  let summary = "DMA: dst = src, any memories, same element type";
+}
+
+def NIsa_MatmulOp : NIsa_Instruction<"matmul",
+    (ins NIsa_AccessPatternAttr:$stationary, NIsa_AccessPatternAttr:$moving, UnitAttr:$accumulate),
+    "$stationary `,` $moving"> {
+  let summary = "Tensor engine: psum dst[M, N] (+)= stationary[K, M]^T @ moving[K, N]";
+}
+
+def NIsa_ActivationOp : NIsa_Instruction<"activation",
+    (ins Neuron_ActFunc:$fn, NIsa_AccessPatternAttr:$src,
+         DefaultValuedAttr<F64Attr, "1.0">:$scale, DefaultValuedAttr<F64Attr, "0.0">:$bias),
+    "$src", "$fn"> {
+  let summary = "Scalar engine: dst = fn(src * scale + bias)";
+}
+
+def NIsa_TensorTensorOp : NIsa_Instruction<"tensor_tensor",
+    (ins Neuron_AluOp:$op, NIsa_AccessPatternAttr:$lhs, NIsa_AccessPatternAttr:$rhs),
+    "$lhs `,` $rhs", "$op"> {
+  let summary = "Vector engine: dst = lhs <op> rhs";
+}
+
+def NIsa_TensorScalarOp : NIsa_Instruction<"tensor_scalar",
+    (ins Neuron_AluOp:$op, NIsa_AccessPatternAttr:$src, F64Attr:$scalar, UnitAttr:$reverse),
+    "$src `,` $scalar", "$op"> {
+  let summary = "Vector engine: dst = src <op> scalar (scalar <op> src when reverse)";
+}
+
+def NIsa_TensorCopyOp : NIsa_Instruction<"tensor_copy", (ins NIsa_AccessPatternAttr:$src), "$src"> {
+  let summary = "Vector engine: dst = src, converting the element type";
+}
+
+#endif // NISA_OPS_TD

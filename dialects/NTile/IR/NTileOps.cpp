@@ -1,0 +1,154 @@
+// Verifiers of the ntile ops: memory spaces, tile shapes and access-pattern bounds.
+#include "dialects/NTile/IR/NTileOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace neuron::ntile;
+
+static constexpr int64_t kMaxPartitions = 128;
+static constexpr int64_t kMaxMatmulMoving = 512;
+
+static MemRefType bufferType(Value v) { return cast<MemRefType>(v.getType()); }
+
+static const char *spaceName(std::optional<MemSpace> s) {
+  return s ? stringifyMemSpace(*s).data() : "no memory space";
+}
+
+/// A tile lives in SBUF or PSUM, is rank 2 and uses at most 128 partitions.
+static LogicalResult verifyTile(Operation *op, Value v, StringRef what) {
+  MemRefType t = bufferType(v);
+  auto space = getMemSpace(t);
+  if (!space || *space == MemSpace::hbm)
+    return op->emitOpError() << what << " must be an SBUF or PSUM tile, got "
+                             << spaceName(space);
+  if (t.getRank() != 2)
+    return op->emitOpError() << what << " must be a rank-2 tile [partitions, free], got rank "
+                             << t.getRank();
+  if (t.getDimSize(0) > kMaxPartitions)
+    return op->emitOpError() << what << " spans " << t.getDimSize(0)
+                             << " partitions; at most 128 exist";
+  return success();
+}
+
+static LogicalResult verifySameShape(Operation *op, ValueRange values) {
+  for (Value v : values)
+    if (bufferType(v).getShape() != bufferType(values.front()).getShape())
+      return op->emitOpError("tile shapes differ");
+  return success();
+}
+
+LogicalResult ConstantOp::verify() {
+  auto value = cast<ShapedType>(cast<TypedAttr>(getValue()).getType());
+  MemRefType t = getType();
+  if (getMemSpace(t) != MemSpace::hbm)
+    return emitOpError("constants live in HBM");
+  if (value.getShape() != t.getShape() || value.getElementType() != t.getElementType())
+    return emitOpError("value type ") << value << " does not match " << t;
+  return success();
+}
+
+LogicalResult ReinterpretOp::verify() {
+  MemRefType in = getSource().getType(), out = getType();
+  if (getMemSpace(in) != MemSpace::hbm || getMemSpace(out) != MemSpace::hbm)
+    return emitOpError("reinterprets HBM buffers only");
+  if (in.getNumElements() != out.getNumElements() || in.getElementType() != out.getElementType())
+    return emitOpError("changes the number or type of elements");
+  return success();
+}
+
+/// The access pattern stays inside the buffer; tiles put partitions first.
+static LogicalResult verifyPattern(Operation *op, Value buffer, AccessPatternAttr ap,
+                                   StringRef what) {
+  MemRefType t = bufferType(buffer);
+  for (size_t i = 0; i < ap.getRank(); ++i)
+    if (ap.getSize(i) <= 0)
+      return op->emitOpError() << what << " pattern has a non-positive size";
+  auto [lo, hi] = ap.getExtent();
+  if (lo < 0 || hi > t.getNumElements())
+    return op->emitOpError() << what << " pattern touches elements [" << lo << ", " << hi
+                             << ") of a buffer of " << t.getNumElements();
+  if (getMemSpace(t) != MemSpace::hbm) {
+    if (failed(verifyTile(op, buffer, what)))
+      return failure();
+    int64_t free = t.getDimSize(1);
+    if (ap.getRank() < 1 || ap.getOffset() % free != 0 ||
+        (ap.getSize(0) > 1 && ap.getStride(0) % free != 0))
+      return op->emitOpError() << what << " pattern must start at a partition and put the "
+                                          "partition dimension first";
+    for (size_t i = 1; i < ap.getRank(); ++i)
+      if (ap.getSize(i) > 1 && std::abs(ap.getStride(i) * (ap.getSize(i) - 1)) >= free)
+        return op->emitOpError() << what << " pattern crosses a partition in a free dimension";
+  }
+  return success();
+}
+
+LogicalResult DmaOp::verify() {
+  if (failed(verifyPattern(*this, getSource(), getSourceAp(), "source")) ||
+      failed(verifyPattern(*this, getTarget(), getTargetAp(), "target")))
+    return failure();
+  if (getSourceAp().getNumElements() != getTargetAp().getNumElements())
+    return emitOpError("source pattern has ") << getSourceAp().getNumElements()
+                                              << " elements, target pattern has "
+                                              << getTargetAp().getNumElements();
+  if (bufferType(getSource()).getElementType() != bufferType(getTarget()).getElementType())
+    return emitOpError("DMA does not convert element types");
+  return success();
+}
+
+LogicalResult MatmulOp::verify() {
+  for (auto [v, name] : {std::pair{getStationary(), "stationary"}, {getMoving(), "moving"}}) {
+    if (failed(verifyTile(*this, v, name)))
+      return failure();
+    if (getMemSpace(bufferType(v)) != MemSpace::sbuf)
+      return emitOpError() << name << " must be in SBUF";
+  }
+  if (failed(verifyTile(*this, getResult(), "result")))
+    return failure();
+  MemRefType st = bufferType(getStationary()), mv = bufferType(getMoving()),
+             ps = bufferType(getResult());
+  if (getMemSpace(ps) != MemSpace::psum || !ps.getElementType().isF32())
+    return emitOpError("result must be an fp32 PSUM tile");
+  if (st.getDimSize(0) != mv.getDimSize(0))
+    return emitOpError("stationary and moving contract over different partition counts (")
+           << st.getDimSize(0) << " vs " << mv.getDimSize(0) << ")";
+  if (ps.getDimSize(0) != st.getDimSize(1) || ps.getDimSize(1) != mv.getDimSize(1))
+    return emitOpError("result tile must be [") << st.getDimSize(1) << ", "
+                                                << mv.getDimSize(1) << "]";
+  if (mv.getDimSize(1) > kMaxMatmulMoving)
+    return emitOpError("moving free size ") << mv.getDimSize(1)
+                                            << " exceeds one PSUM bank (512 fp32)";
+  return success();
+}
+
+LogicalResult ActivationOp::verify() {
+  if (failed(verifyTile(*this, getSource(), "source")) ||
+      failed(verifyTile(*this, getTarget(), "target")))
+    return failure();
+  return verifySameShape(*this, {getSource(), getTarget()});
+}
+
+LogicalResult TensorTensorOp::verify() {
+  for (auto [v, name] : {std::pair{getLhs(), "lhs"}, {getRhs(), "rhs"}, {getTarget(), "target"}})
+    if (failed(verifyTile(*this, v, name)))
+      return failure();
+  return verifySameShape(*this, {getLhs(), getRhs(), getTarget()});
+}
+
+LogicalResult TensorScalarOp::verify() {
+  if (failed(verifyTile(*this, getSource(), "source")) ||
+      failed(verifyTile(*this, getTarget(), "target")))
+    return failure();
+  return verifySameShape(*this, {getSource(), getTarget()});
+}
+
+LogicalResult CopyOp::verify() {
+  if (failed(verifyTile(*this, getSource(), "source")) ||
+      failed(verifyTile(*this, getTarget(), "target")))
+    return failure();
+  return verifySameShape(*this, {getSource(), getTarget()});
+}
+
+#define GET_OP_CLASSES
+#include "dialects/NTile/IR/NTileOps.cpp.inc"

@@ -1,0 +1,10 @@
+// The ntile ops.
+#pragma once
+
+#include "dialects/NTile/IR/NTileDialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+
+#define GET_OP_CLASSES
+#include "dialects/NTile/IR/NTileOps.h.inc"

@@ -1,0 +1,137 @@
+// The ntile ops.
+#ifndef NTILE_OPS_TD
+#define NTILE_OPS_TD
+
+include "dialects/NTile/IR/NTileDialect.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ViewLikeInterface.td"
+
+def NTile_Buffer : MemRefOf<[AnyFloat, AnySignlessInteger]>;
+
+def NTile_ConstantOp : NTile_Op<"constant", [Pure]> {
+  let summary = "a constant HBM buffer";
+  let description = [{
+    ```mlir
+    %c = ntile.constant dense<0.5> : memref<f32, #ntile.mem<hbm>>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs NTile_Buffer:$result);
+  let assemblyFormat = "$value attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def NTile_ReinterpretOp : NTile_Op<"reinterpret", [Pure, ViewLikeOpInterface]> {
+  let summary = "the same contiguous HBM bytes with another shape";
+  let description = [{
+    ```mlir
+    %v = ntile.reinterpret %b : memref<3x200xf32, #ntile.mem<hbm>> to memref<600xf32, #ntile.mem<hbm>>
+    ```
+  }];
+  let arguments = (ins NTile_Buffer:$source);
+  let results = (outs NTile_Buffer:$result);
+  let assemblyFormat = "$source attr-dict `:` type($source) `to` type($result)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    mlir::Value getViewSource() { return getSource(); }
+  }];
+}
+
+def NTile_DmaOp : NTile_Op<"dma"> {
+  let summary = "copies elements between two access patterns (any memories)";
+  let description = [{
+    Both patterns visit the same number of elements in row-major order of their
+    [stride, size] pairs; a stride of 0 broadcasts. SBUF/PSUM patterns put the
+    partition dimension first.
+    ```mlir
+    ntile.dma %x #ntile.ap<0, [[200, 3], [1, 200]]> to %t #ntile.ap<0, [[200, 3], [1, 200]]>
+        : memref<3x200xf32, #ntile.mem<hbm>>, memref<3x200xf32, #ntile.mem<sbuf>>
+    ```
+  }];
+  let arguments = (ins Arg<NTile_Buffer, "", [MemRead]>:$source, NTile_AccessPatternAttr:$source_ap,
+                       Arg<NTile_Buffer, "", [MemWrite]>:$target, NTile_AccessPatternAttr:$target_ap);
+  let assemblyFormat = [{
+    $source $source_ap `to` $target $target_ap attr-dict `:` type($source) `,` type($target)
+  }];
+  let hasVerifier = 1;
+}
+
+def NTile_MatmulOp : NTile_Op<"matmul"> {
+  let summary = "Tensor-engine matmul: psum[M, N] (+)= stationary[K, M]^T @ moving[K, N]";
+  let description = [{
+    K (the partition dimension of both inputs) <= 128, M <= 128, N <= 512 (one
+    PSUM bank of fp32). `accumulate` adds into the PSUM tile instead of overwriting.
+    ```mlir
+    ntile.matmul %st, %mv to %ps {accumulate} : memref<128x3xbf16, #ntile.mem<sbuf>>,
+        memref<128x300xbf16, #ntile.mem<sbuf>>, memref<3x300xf32, #ntile.mem<psum>>
+    ```
+  }];
+  let arguments = (ins Arg<NTile_Buffer, "", [MemRead]>:$stationary,
+                       Arg<NTile_Buffer, "", [MemRead]>:$moving,
+                       Arg<NTile_Buffer, "", [MemRead, MemWrite]>:$result,
+                       UnitAttr:$accumulate);
+  let assemblyFormat = [{
+    $stationary `,` $moving `to` $result attr-dict `:` type($stationary) `,` type($moving) `,` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+class NTile_ElementwiseOp<string mnemonic> : NTile_Op<mnemonic> {
+  let hasVerifier = 1;
+}
+
+def NTile_ActivationOp : NTile_ElementwiseOp<"activation"> {
+  let summary = "Scalar engine: target = fn(source * scale + bias)";
+  let description = [{
+    ```mlir
+    ntile.activation relu %a to %b : memref<3x300xf32, #ntile.mem<sbuf>>, memref<3x300xf32, #ntile.mem<sbuf>>
+    ```
+  }];
+  let arguments = (ins Neuron_ActFunc:$fn, Arg<NTile_Buffer, "", [MemRead]>:$source,
+                       Arg<NTile_Buffer, "", [MemWrite]>:$target,
+                       DefaultValuedAttr<F64Attr, "1.0">:$scale,
+                       DefaultValuedAttr<F64Attr, "0.0">:$bias);
+  let assemblyFormat = "$fn $source `to` $target attr-dict `:` type($source) `,` type($target)";
+}
+
+def NTile_TensorTensorOp : NTile_ElementwiseOp<"tensor_tensor"> {
+  let summary = "Vector engine: target = lhs <op> rhs";
+  let description = [{
+    ```mlir
+    ntile.tensor_tensor add %a, %b to %c : memref<3x300xf32, #ntile.mem<psum>>,
+        memref<3x300xf32, #ntile.mem<sbuf>>, memref<3x300xf32, #ntile.mem<sbuf>>
+    ```
+  }];
+  let arguments = (ins Neuron_AluOp:$op, Arg<NTile_Buffer, "", [MemRead]>:$lhs,
+                       Arg<NTile_Buffer, "", [MemRead]>:$rhs, Arg<NTile_Buffer, "", [MemWrite]>:$target);
+  let assemblyFormat = [{
+    $op $lhs `,` $rhs `to` $target attr-dict `:` type($lhs) `,` type($rhs) `,` type($target)
+  }];
+}
+
+def NTile_TensorScalarOp : NTile_ElementwiseOp<"tensor_scalar"> {
+  let summary = "Vector engine: target = source <op> scalar (scalar <op> source if reverse)";
+  let description = [{
+    ```mlir
+    ntile.tensor_scalar mul %a, 5.000000e-01 to %b : memref<3x300xf32, #ntile.mem<sbuf>>, memref<3x300xf32, #ntile.mem<sbuf>>
+    ```
+  }];
+  let arguments = (ins Neuron_AluOp:$op, Arg<NTile_Buffer, "", [MemRead]>:$source, F64Attr:$scalar,
+                       Arg<NTile_Buffer, "", [MemWrite]>:$target, UnitAttr:$reverse);
+  let assemblyFormat = [{
+    $op $source `,` $scalar `to` $target attr-dict `:` type($source) `,` type($target)
+  }];
+}
+
+def NTile_CopyOp : NTile_ElementwiseOp<"copy"> {
+  let summary = "Vector engine: target = source, converting the element type";
+  let description = [{
+    ```mlir
+    ntile.copy %ps to %sb : memref<3x300xf32, #ntile.mem<psum>>, memref<3x300xbf16, #ntile.mem<sbuf>>
+    ```
+  }];
+  let arguments = (ins Arg<NTile_Buffer, "", [MemRead]>:$source, Arg<NTile_Buffer, "", [MemWrite]>:$target);
+  let assemblyFormat = "$source `to` $target attr-dict `:` type($source) `,` type($target)";
+}
+
+#endif // NTILE_OPS_TD

@@ -1,0 +1,8 @@
+// The ntorch dialect: graph-level tensor ops imported from core ATen.
+#pragma once
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/Dialect.h"
+
+#include "dialects/NTorch/IR/NTorchDialect.h.inc"
+#include "dialects/NTorch/IR/NTorchEnums.h.inc"

@@ -1,0 +1,18 @@
+// The ntorch ops.
+#pragma once
+
+#include "dialects/NTorch/IR/NTorchDialect.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#define GET_OP_CLASSES
+#include "dialects/NTorch/IR/NTorchOps.h.inc"
+
+namespace neuron::ntorch {
+/// True when `from` broadcasts to `to` under numpy rules (trailing alignment,
+/// each dimension equal or 1).
+bool isBroadcastableTo(llvm::ArrayRef<int64_t> from, llvm::ArrayRef<int64_t> to);
+} // namespace neuron::ntorch

@@ -1,0 +1,36 @@
+// Functional execution: computes one checked instruction's result in Memory.
+#pragma once
+
+#include "runtime/Checks.h"
+#include "runtime/Memory.h"
+#include "runtime/Program.h"
+
+#include <vector>
+
+namespace neuron::runtime {
+
+class Executor {
+public:
+  explicit Executor(Memory &memory) : mem_(memory) {}
+
+  /// Executes `inst`; `shape` is what checkInstruction returned for it.
+  void run(const Instruction &inst, const InstrShape &shape);
+
+private:
+  template <class T>
+  void elementwise(const Instruction &inst, const InstrShape &shape);
+  template <class T> void reduce(const Instruction &inst);
+  void matmul(const Instruction &inst, const InstrShape &shape);
+  template <class T> T *scratch(int slot, size_t n);
+
+  Memory &mem_;
+  std::vector<float> fbuf_[3];
+  std::vector<double> dbuf_[3];
+  std::vector<float> mmA_, mmB_, mmC_, mmD_;
+};
+
+/// C[M][N] = A[K][M]^T @ B[K][N], all row-major fp32.
+void matmulKernel(const float *a, const float *b, float *c, int64_t k,
+                  int64_t m, int64_t n);
+
+} // namespace neuron::runtime

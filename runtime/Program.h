@@ -1,0 +1,131 @@
+// The compiled-program format: what the compiler emits and the simulator runs.
+//
+// A Program is a flat list of instructions, each bound to one in-order queue,
+// plus a table of HBM buffers. It is the contract between compiler/ (which
+// builds it from the nisa dialect) and runtime/ (which serializes and runs it).
+// No MLIR and no libtorch here.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace neuron::runtime {
+
+/// Bumped on every incompatible change of the structs below or their encoding.
+inline constexpr int kProgramFormatVersion = 1;
+
+/// Storage element types. Names ("f32", "bf16", ...) are the serialized form.
+enum class DType : uint8_t { F32, BF16, F16, I64, I32, I8, U8, Bool };
+
+/// Size in bytes of one element.
+int64_t dtypeSize(DType t);
+/// "f32", "bf16", "f16", "i64", "i32", "i8", "u8", "i1".
+const char *dtypeName(DType t);
+/// Inverse of dtypeName; returns false on an unknown name.
+bool parseDType(const std::string &name, DType &out);
+
+enum class MemSpace : uint8_t { Hbm, Sbuf, Psum };
+
+/// Queues. Each compute engine has one queue; DMA has kNumDmaQueues queues.
+/// Every queue owns one semaphore that counts its completed instructions.
+enum class Engine : uint8_t { Tensor, Vector, Scalar, GpSimd, Dma };
+inline constexpr int kNumDmaQueues = 16;
+inline constexpr int kQueueTensor = 0, kQueueVector = 1, kQueueScalar = 2,
+                     kQueueGpSimd = 3, kQueueDma0 = 4;
+inline constexpr int kNumQueues = kQueueDma0 + kNumDmaQueues;
+Engine engineOfQueue(int queue);
+const char *engineName(Engine e); // "tensor", "vector", "scalar", "gpsimd", "dma"
+
+/// A strided view of memory.
+///  - Hbm: `buffer` indexes Program::buffers, `offset` is in elements, every
+///    entry of `dims` is {stride in elements, size}.
+///  - Sbuf/Psum: `partition` is the first partition, `offset` is the byte
+///    offset inside each partition; dims[0] is the partition dimension
+///    {stride in partitions, size}; the remaining dims are the free dimensions
+///    {stride in elements, size}.
+/// dims are outermost first. Elements are visited in row-major order of dims.
+struct AccessPattern {
+  MemSpace space = MemSpace::Hbm;
+  DType dtype = DType::F32;
+  uint32_t buffer = 0;
+  uint32_t partition = 0;
+  int64_t offset = 0;
+  std::vector<std::array<int64_t, 2>> dims;
+
+  int64_t numElements() const;
+  int64_t numBytes() const { return numElements() * dtypeSize(dtype); }
+};
+
+enum class Opcode : uint8_t {
+  DmaCopy,      // dst <- srcs[0]; same dtype and element count; any spaces.
+  Matmul,       // dst(psum)[M,N] (+)= srcs[0][K,M]^T @ srcs[1][K,N]; K = partitions.
+  Activation,   // dst = func(srcs[0] * imm[0] + imm[1]) on the Scalar engine.
+  TensorTensor, // dst = srcs[0] <alu> srcs[1].
+  TensorScalar, // dst = srcs[0] <alu> imm[0]  (imm[0] <alu> srcs[0] if `reverse`).
+  TensorCopy,   // dst = srcs[0] with dtype conversion (e.g. PSUM -> SBUF).
+  TensorReduce, // dst[p, ...] = reduce<alu> over the innermost `axes` free dims of srcs[0].
+  Memset,       // dst = imm[0].
+  Iota,         // dst[p, i] = imm[0] + imm[1] * p + i  (i = row-major free index).
+};
+
+/// Element functions of the Scalar engine.
+enum class ActFunc : uint8_t { Identity, Relu, Exp, Log, Tanh, Sigmoid, Sqrt, Rsqrt,
+                               Erf, Gelu, GeluTanh, Silu, Square, Abs, Neg, Reciprocal,
+                               Sin, Cos, Softplus };
+/// Arithmetic/logic ops of the Vector and GpSimd engines. Comparisons yield 1 or 0.
+enum class AluOp : uint8_t { Add, Sub, Mul, Div, Max, Min, Pow, Eq, Ne, Lt, Le, Gt, Ge,
+                             And, Or, Xor, Mod };
+
+const char *opcodeName(Opcode op);
+const char *actFuncName(ActFunc f);
+const char *aluOpName(AluOp op);
+bool parseOpcode(const std::string &name, Opcode &out);
+bool parseActFunc(const std::string &name, ActFunc &out);
+bool parseAluOp(const std::string &name, AluOp &out);
+
+/// Wait until the semaphore of `queue` has counted at least `value` completions.
+struct SemWait {
+  uint16_t queue = 0;
+  uint32_t value = 0;
+};
+
+struct Instruction {
+  Opcode opcode = Opcode::DmaCopy;
+  uint16_t queue = 0;           // kQueue* constant; selects the engine.
+  AccessPattern dst;
+  std::vector<AccessPattern> srcs;
+  std::vector<SemWait> waits;   // all must hold before the instruction starts.
+  ActFunc func = ActFunc::Identity;
+  AluOp alu = AluOp::Add;
+  double imm[2] = {0.0, 0.0};
+  bool accumulate = false;      // Matmul: add into dst instead of overwriting.
+  bool reverse = false;         // TensorScalar: scalar is the left operand.
+  uint8_t axes = 1;             // TensorReduce: number of innermost free dims reduced.
+  uint32_t origin = 0;          // index into Program::origins (the ATen node), for traces.
+};
+
+struct BufferDecl {
+  enum class Kind : uint8_t { Input, Output, Internal, Constant };
+  std::string name;
+  Kind kind = Kind::Internal;
+  int32_t index = -1;           // position among the graph's inputs / outputs.
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;   // contiguous, row-major.
+  std::vector<uint8_t> data;    // Constant buffers only.
+
+  int64_t numElements() const;
+  int64_t numBytes() const { return numElements() * dtypeSize(dtype); }
+};
+
+struct Program {
+  int version = kProgramFormatVersion;
+  std::string target;                  // "trn1", "trn2", "trn3".
+  std::vector<BufferDecl> buffers;
+  std::vector<Instruction> instructions; // a valid issue order across queues.
+  std::vector<std::string> origins;      // "aten.mm.default (model.py:12)" etc.
+  uint64_t flops = 0;                    // useful FLOPs of the source graph.
+};
+
+} // namespace neuron::runtime

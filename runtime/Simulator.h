@@ -1,0 +1,58 @@
+// The NeuronCore simulator: runs a Program functionally and times it.
+#pragma once
+
+#include "runtime/Program.h"
+#include "runtime/Target.h"
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace neuron::runtime {
+
+/// An illegal program (capacity, partition rules, deadlock, bad operands).
+struct SimulationError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// When and where one instruction ran (RunOptions::timeline).
+struct InstructionTiming {
+  uint32_t instruction = 0;       // index into Program::instructions
+  uint16_t queue = 0;
+  double startNs = 0;             // the queue starts the instruction
+  double endNs = 0;               // the queue can start its next instruction
+  double completeNs = 0;          // result visible, semaphore incremented
+};
+
+struct RunOptions {
+  bool timingOnly = false;        // skip functional execution
+  /// Fill SBUF, PSUM and internal HBM buffers with 0xFF bytes (NaN in float
+  /// dtypes) instead of zeros, to expose reads of memory never written.
+  bool poisonMemory = false;
+  /// If set, receives one entry per instruction, in program order.
+  std::vector<InstructionTiming> *timeline = nullptr;
+};
+
+struct RunStats {
+  double simNs = 0;               // simulated device time
+  uint64_t flops = 0;
+  uint64_t hbmBytes = 0;          // bytes moved to/from HBM by DMA
+  uint64_t instructions = 0;
+  std::map<std::string, double> engineBusyNs; // tensor, vector, scalar, gpsimd, dma
+  // Added members. "dma" above is the time at least one DMA queue is active.
+  std::vector<double> queueBusyNs;   // per queue (kNumQueues entries)
+  uint64_t dmaTransfers = 0;         // DmaCopy instructions
+  uint64_t dmaBytes = 0;             // bytes moved by DmaCopy, any spaces
+  uint64_t matmuls = 0;
+};
+
+/// Runs `program` on one simulated core of `target`.
+/// `inputs[i]` / `outputs[i]` point to contiguous host memory laid out like the
+/// buffer whose kind is Input / Output and whose index is i.
+RunStats simulate(const Program &program, const Target &target,
+                  const std::vector<const void *> &inputs,
+                  const std::vector<void *> &outputs, const RunOptions &options = {});
+
+} // namespace neuron::runtime

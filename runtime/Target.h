@@ -1,0 +1,42 @@
+// Target descriptions: the one place that holds NeuronCore numbers (see HARDWARE.md).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace neuron::runtime {
+
+struct Target {
+  std::string name;               // "trn1", "trn2", "trn3"
+  std::string coreName;           // "NC-v2", ...
+  int partitions = 128;
+  long sbufBytesPerPartition = 0;
+  long psumBytesPerPartition = 0;
+  int psumBanks = 8;
+  long psumBankBytes = 2048;      // per partition
+  int matmulMaxM = 128;           // stationary free size
+  int matmulMaxN = 512;           // moving free size (one PSUM bank of fp32)
+  double tensorGhz = 0, vectorGhz = 0, scalarGhz = 0, gpsimdGhz = 0;
+  double tensorPeakBf16Tflops = 0, tensorPeakFp32Tflops = 0;
+  int minII = 64;                 // cycles
+  int accessOverheadCycles = 60;  // per SBUF/PSUM access start-up
+  int staticOverheadCycles = 100; // tiny / dependent instruction overhead
+  int matmulFp32Factor = 4;
+  int matmulLatencyCycles = 64;   // added: fill latency of one matmul (tensor cycles)
+  int matmulStationaryCycles = 64; // added: the 64 of max(min(64, M), N)
+  int iotaFixedCycles = 150;      // added: the 150 of iota's 150 + N
+  int dmaQueues = 16;
+  double dmaBytesPerNsPerQueue = 0;
+  double dmaFixedNs = 0;
+  double hbmBytesPerNs = 0;       // per core
+  bool sharedSbufPsumPorts = false; // NC-v2: Vector/GpSimd share SBUF, Vector/Scalar share PSUM
+};
+
+/// The target named `name`, or nullptr if unknown.
+const Target *findTarget(const std::string &name);
+/// Names of all known targets.
+std::vector<std::string> targetNames();
+/// The default target ("trn2").
+const Target &defaultTarget();
+
+} // namespace neuron::runtime

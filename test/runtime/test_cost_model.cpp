@@ -1,0 +1,114 @@
+// Tests of the cost formulas (HARDWARE.md) as the cost model computes them.
+#include "runtime/CostModel.h"
+
+#include "ProgramBuilder.h"
+
+#include <catch2/catch.hpp>
+
+using namespace neuron::runtime;
+using namespace neuron::runtime::test;
+
+namespace {
+
+const Target &trn2() { return *findTarget("trn2"); }
+
+Instruction matmulOf(DType dt, int64_t k, int64_t m, int64_t n) {
+  Instruction in;
+  in.opcode = Opcode::Matmul;
+  in.queue = kQueueTensor;
+  in.dst = psum(DType::F32, 0, 0, m, {n});
+  in.srcs = {sbuf(dt, 0, 0, k, {m}), sbuf(dt, 0, 0, k, {n})};
+  return in;
+}
+
+InstrShape shapeOf(const Instruction &in) {
+  Program p;
+  p.instructions = {in};
+  return checkInstruction(p, trn2(), 0);
+}
+
+Instruction vectorOp(Opcode op, DType dt, int64_t n,
+                     MemSpace srcSpace = MemSpace::Sbuf) {
+  Instruction in;
+  in.opcode = op;
+  in.queue = kQueueVector;
+  in.dst = sbuf(dt, 0, 0, 128, {n});
+  AccessPattern src = onChip(srcSpace, dt, 0, 0, 128, {n});
+  if (op == Opcode::TensorTensor)
+    in.srcs = {src, src};
+  else if (op != Opcode::Memset && op != Opcode::Iota)
+    in.srcs = {src};
+  return in;
+}
+
+double cycles(const Instruction &in) {
+  return computeCycles(trn2(), in, shapeOf(in));
+}
+
+} // namespace
+
+TEST_CASE("matmul initiation interval", "[cost]") {
+  // HARDWARE.md: a full 128x128 by 128x512 bf16 matmul has an II of ~512
+  // cycles.
+  CHECK(matmulCycles(trn2(), 128, 512, false) == 512);
+  CHECK(matmulCycles(trn2(), 128, 512, true) == 2048); // x4 for fp32
+  CHECK(matmulCycles(trn2(), 32, 16, false) == 32);    // min(64, M) dominates
+  CHECK(matmulCycles(trn2(), 128, 16, false) == 64);
+  CHECK(matmulCycles(trn2(), 128, 100, false) == 100);
+
+  Instruction bf = matmulOf(DType::BF16, 128, 128, 512);
+  CHECK(cycles(bf) == 512);
+  Cost c = computeCost(trn2(), bf, shapeOf(bf));
+  CHECK(c.busyNs == Approx(512 / 2.4));
+  CHECK(c.latencyNs == Approx(64 / 2.4));
+  Instruction f32 = matmulOf(DType::F32, 128, 128, 512);
+  CHECK(computeCost(trn2(), f32, shapeOf(f32)).busyNs == Approx(2048 / 2.4));
+}
+
+TEST_CASE("vector, scalar and gpsimd formulas", "[cost]") {
+  CHECK(cycles(vectorOp(Opcode::TensorCopy, DType::F32, 1024)) == 1024);
+  CHECK(cycles(vectorOp(Opcode::TensorScalar, DType::F32, 10)) == 64); // MIN_II
+  // tensor_tensor: N when all-bf16 add or one input in PSUM, else 2N.
+  CHECK(cycles(vectorOp(Opcode::TensorTensor, DType::BF16, 1000)) == 1000);
+  CHECK(cycles(vectorOp(Opcode::TensorTensor, DType::F32, 1000)) == 2000);
+  CHECK(cycles(vectorOp(Opcode::TensorTensor, DType::F32, 1000,
+                        MemSpace::Psum)) == 1000);
+  Instruction div = vectorOp(Opcode::TensorTensor, DType::BF16, 1000);
+  div.alu = AluOp::Div;
+  CHECK(cycles(div) == 2000);
+  // tensor_reduce: N/2 for bf16 add/max, else N.
+  Instruction red = vectorOp(Opcode::TensorReduce, DType::BF16, 1000);
+  red.dst = sbuf(DType::BF16, 0, 0, 128, {1});
+  CHECK(cycles(red) == 500);
+  red.alu = AluOp::Mul;
+  CHECK(cycles(red) == 1000);
+  // memset: N/2 for bf16, else N; iota: 150 + N.
+  CHECK(cycles(vectorOp(Opcode::Memset, DType::BF16, 1000)) == 500);
+  CHECK(cycles(vectorOp(Opcode::Memset, DType::F32, 1000)) == 1000);
+  Instruction iota = vectorOp(Opcode::Iota, DType::I32, 1000);
+  iota.queue = kQueueGpSimd;
+  CHECK(cycles(iota) == 1150);
+  // A strided innermost dim (> 16 bytes) halves the bandwidth.
+  Instruction strided = vectorOp(Opcode::TensorCopy, DType::F32, 1000);
+  strided.srcs[0].dims = {{1, 128}, {8, 1000}};
+  CHECK(cycles(strided) == 2000);
+
+  // Busy time adds the access overhead at the engine's own clock.
+  Instruction act = vectorOp(Opcode::Activation, DType::F32, 512);
+  act.queue = kQueueScalar;
+  CHECK(computeCost(trn2(), act, shapeOf(act)).busyNs ==
+        Approx((512 + 60) / 1.2));
+  Instruction copy = vectorOp(Opcode::TensorCopy, DType::F32, 512);
+  CHECK(computeCost(trn2(), copy, shapeOf(copy)).busyNs ==
+        Approx((512 + 60) / 0.96));
+  CHECK(stalledOverheadNs(trn2(), Engine::Scalar) == Approx(100 / 1.2));
+}
+
+TEST_CASE("DMA and HBM times", "[cost]") {
+  // HARDWARE.md: 32 KiB HBM->SBUF on one engine measured at 1,416 ns on trn2.
+  double ns = dmaQueueNs(trn2(), 32768);
+  CHECK(ns == Approx(64 + 32768 / 23.0));
+  CHECK(ns == Approx(1416).epsilon(0.10));
+  CHECK(dmaQueueNs(*findTarget("trn1"), 17000) == Approx(64 + 1000));
+  CHECK(hbmNs(trn2(), 3625) == Approx(10));
+}

@@ -1,0 +1,53 @@
+// RUN: neuron-opt %s -split-input-file -verify-diagnostics
+
+// Each instruction kind runs on its engine's queue.
+func.func @matmul_on_vector() {
+  // expected-error @+1 {{cannot run on queue 1; allowed: 0}}
+  nisa.matmul on 1 <psum[0] + 0, [[1, 3], [1, 8]], f32>, <sbuf[0] + 0, [[1, 64], [1, 3]], bf16>, <sbuf[0] + 64, [[1, 64], [1, 8]], bf16>
+  return
+}
+
+// -----
+
+// Waits are [queue, count] pairs.
+func.func @odd_waits() {
+  // expected-error @+1 {{waits must be [queue, count] pairs}}
+  nisa.dma_copy on 4 <sbuf[0] + 0, [[1, 3], [1, 200]], f32>, <hbm[0] + 0, [[200, 3], [1, 200]], f32> wait [1]
+  return
+}
+
+// -----
+
+// On-chip patterns stay within 128 partitions.
+func.func @partition_overflow() {
+  // expected-error @+1 {{access pattern spans partitions 100..164, beyond 128}}
+  nisa.dma_copy on 4 <sbuf[100] + 0, [[1, 64], [1, 8]], f32>, <hbm[0] + 0, [[8, 64], [1, 8]], f32>
+  return
+}
+
+// -----
+
+// DMA copies element for element.
+func.func @dma_count() {
+  // expected-error @+1 {{copies 600 elements into 8}}
+  nisa.dma_copy on 4 <sbuf[0] + 0, [[1, 1], [1, 8]], f32>, <hbm[0] + 0, [[200, 3], [1, 200]], f32>
+  return
+}
+
+// -----
+
+// Unknown memories are rejected when parsing.
+func.func @bad_space() {
+  // expected-error @+1 {{unknown memory space 'dram'}}
+  nisa.dma_copy on 4 <dram[0] + 0, [[1, 1], [1, 8]], f32>, <hbm[0] + 0, [[1, 8]], f32>
+  return
+}
+
+// -----
+
+// Compute engines work on SBUF and PSUM.
+func.func @activation_from_hbm() {
+  // expected-error @+1 {{compute engines read and write SBUF/PSUM only}}
+  nisa.activation exp on 2 <sbuf[0] + 0, [[1, 1], [1, 8]], f32>, <hbm[0] + 0, [[8, 1], [1, 8]], f32>
+  return
+}

@@ -1,0 +1,22 @@
+// RUN: neuron-opt %s | neuron-opt | FileCheck %s
+
+// CHECK-LABEL: func @nisa.program
+func.func @nisa.program() {
+  // CHECK: nisa.buffer 0 input 0 : tensor<3x200xf32>
+  nisa.buffer 0 input 0 : tensor<3x200xf32>
+  // CHECK: nisa.buffer 1 constant -1 {value = dense<5.000000e-01> : tensor<f32>} : tensor<f32>
+  nisa.buffer 1 constant -1 {value = dense<0.5> : tensor<f32>} : tensor<f32>
+  // CHECK: nisa.dma_copy on 4 <sbuf[0] + 0, {{\[\[}}1, 3], [1, 200]], f32>, <hbm[0] + 0, {{\[\[}}200, 3], [1, 200]], f32>
+  nisa.dma_copy on 4 <sbuf[0] + 0, [[1, 3], [1, 200]], f32>, <hbm[0] + 0, [[200, 3], [1, 200]], f32>
+  // CHECK: nisa.activation exp on 2 <sbuf[0] + 1024, {{\[\[}}1, 3], [1, 200]], f32>, <sbuf[0] + 0, {{\[\[}}1, 3], [1, 200]], f32> wait [4, 1]
+  nisa.activation exp on 2 <sbuf[0] + 1024, [[1, 3], [1, 200]], f32>, <sbuf[0] + 0, [[1, 3], [1, 200]], f32> wait [4, 1]
+  // CHECK: nisa.tensor_scalar mul on 1 {{.*}}, 2.000000e+00 wait [2, 1] {reverse}
+  nisa.tensor_scalar mul on 1 <sbuf[0] + 0, [[1, 3], [1, 200]], f32>, <sbuf[0] + 1024, [[1, 3], [1, 200]], f32>, 2.0 wait [2, 1] {reverse}
+  // CHECK: nisa.matmul on 0 <psum[0] + 0, {{\[\[}}1, 3], [1, 8]], f32>
+  nisa.matmul on 0 <psum[0] + 0, [[1, 3], [1, 8]], f32>, <sbuf[0] + 0, [[1, 64], [1, 3]], bf16>, <sbuf[64] + 0, [[1, 64], [1, 8]], bf16> {accumulate}
+  // CHECK: nisa.tensor_tensor add on 1
+  nisa.tensor_tensor add on 1 <sbuf[0] + 0, [[1, 3], [1, 8]], f32>, <psum[0] + 0, [[1, 3], [1, 8]], f32>, <sbuf[0] + 64, [[1, 3], [1, 8]], f32>
+  // CHECK: nisa.tensor_copy on 1
+  nisa.tensor_copy on 1 <sbuf[0] + 0, [[1, 3], [1, 8]], bf16>, <psum[0] + 0, [[1, 3], [1, 8]], f32>
+  return
+}

@@ -28,7 +28,8 @@ const char *const kEngineNames[] = {"tensor", "vector", "scalar", "gpsimd",
 const char *const kOpcodeNames[] = {
     "dma_copy",      "matmul",        "activation",
     "tensor_tensor", "tensor_scalar", "tensor_copy",
-    "tensor_reduce", "memset",        "iota"};
+    "tensor_reduce", "memset",        "iota",
+    "select",        "dma_gather"};
 const char *const kActFuncNames[] = {
     "identity", "relu",       "exp",  "log",       "tanh",    "sigmoid", "sqrt",
     "rsqrt",    "erf",        "gelu", "gelu_tanh", "silu",    "square",  "abs",
@@ -40,7 +41,7 @@ const char *const kAluOpNames[] = {"add", "sub", "mul", "div", "max", "min",
 static_assert(sizeof(kDTypeNames) / sizeof(*kDTypeNames) ==
               size_t(DType::Bool) + 1);
 static_assert(sizeof(kOpcodeNames) / sizeof(*kOpcodeNames) ==
-              size_t(Opcode::Iota) + 1);
+              size_t(Opcode::DmaGather) + 1);
 static_assert(sizeof(kActFuncNames) / sizeof(*kActFuncNames) ==
               size_t(ActFunc::Softplus) + 1);
 static_assert(sizeof(kAluOpNames) / sizeof(*kAluOpNames) ==

@@ -68,6 +68,9 @@ enum class Opcode : uint8_t {
   TensorReduce, // dst[p, ...] = reduce<alu> over the innermost `axes` free dims of srcs[0].
   Memset,       // dst = imm[0].
   Iota,         // dst[p, i] = imm[0] + imm[1] * p + i  (i = row-major free index).
+  Select,       // dst = srcs[0] != 0 ? srcs[1] : srcs[2] (Vector or GpSimd).
+  DmaGather,    // dst[p, :] = srcs[0] row srcs[1][p]: srcs[0] is the HBM pattern of row 0
+                // with dims[0] = {row stride, rows}; srcs[1] is an SBUF [P, 1] integer tile.
 };
 
 /// Element functions of the Scalar engine.

@@ -151,6 +151,21 @@ LogicalResult Exporter::instruction(Operation *op) {
             inst.reverse = o.getReverse();
             return src(o.getSrc());
           })
+          .Case([&](nisa::TensorReduceOp o) {
+            inst.opcode = rt::Opcode::TensorReduce;
+            inst.alu = alu(o.getOp());
+            inst.axes = o.getSrc().getRank() - 1;
+            return src(o.getSrc());
+          })
+          .Case([&](nisa::SelectOp o) {
+            inst.opcode = rt::Opcode::Select;
+            return success(succeeded(src(o.getCondition())) && succeeded(src(o.getOnTrue())) &&
+                           succeeded(src(o.getOnFalse())));
+          })
+          .Case([&](nisa::DmaGatherOp o) {
+            inst.opcode = rt::Opcode::DmaGather;
+            return success(succeeded(src(o.getTable())) && succeeded(src(o.getIndices())));
+          })
           .Case([&](nisa::TensorCopyOp o) {
             inst.opcode = rt::Opcode::TensorCopy;
             return src(o.getSrc());

@@ -32,6 +32,16 @@ Value NodeContext::tensor(size_t i) const {
   return lookup(*a);
 }
 
+SmallVector<Value> NodeContext::tensorList(size_t i, const char *name) const {
+  const json *a = arg(i, name);
+  if (!a || !a->is_array())
+    throw ImportError("argument " + std::to_string(i) + " should be a list of tensors");
+  SmallVector<Value> values;
+  for (const json &ref : *a)
+    values.push_back(lookup(ref));
+  return values;
+}
+
 static double toNumber(const json &v) {
   if (v.is_boolean())
     return v.get<bool>() ? 1.0 : 0.0;
@@ -99,6 +109,107 @@ Value NodeContext::tensorOrScalar(size_t i, Type elementType) const {
         type, APInt(elementType.getIntOrFloatBitWidth(), (int64_t)v, /*isSigned=*/true));
   }
   return b.create<ntorch::ConstantOp>(loc, type, cast<ElementsAttr>(value));
+}
+
+static RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+Value NodeContext::splat(RankedTensorType type, double value) const {
+  Type et = type.getElementType();
+  Attribute attr;
+  if (auto ft = dyn_cast<FloatType>(et)) {
+    APFloat f(value);
+    bool lost;
+    f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+    attr = DenseElementsAttr::get(type, f);
+  } else {
+    attr = DenseElementsAttr::get(
+        type, APInt(et.getIntOrFloatBitWidth(), (int64_t)value, /*isSigned=*/true));
+  }
+  return b.create<ntorch::ConstantOp>(loc, type, cast<ElementsAttr>(attr));
+}
+
+Value NodeContext::scalar(Type elementType, double value) const {
+  return splat(RankedTensorType::get({}, elementType), value);
+}
+
+Value NodeContext::unary(ntorch::UnaryFn fn, Value x) const {
+  return b.create<ntorch::UnaryOp>(loc, x.getType(), fn, x);
+}
+
+static bool isComparison(ntorch::BinaryFn fn) {
+  using F = ntorch::BinaryFn;
+  return fn == F::eq || fn == F::ne || fn == F::lt || fn == F::le || fn == F::gt || fn == F::ge;
+}
+
+Value NodeContext::binary(ntorch::BinaryFn fn, Value lhs, Value rhs) const {
+  auto l = typeOf(lhs), r = typeOf(rhs);
+  SmallVector<int64_t> shape;
+  int64_t rank = std::max(l.getRank(), r.getRank());
+  for (int64_t i = 0; i < rank; ++i) {
+    int64_t li = i - (rank - l.getRank()), ri = i - (rank - r.getRank());
+    int64_t a = li >= 0 ? l.getDimSize(li) : 1, c = ri >= 0 ? r.getDimSize(ri) : 1;
+    if (a != c && a != 1 && c != 1)
+      throw ImportError("shapes do not broadcast");
+    shape.push_back(a == 1 ? c : a);
+  }
+  Type et = isComparison(fn) ? b.getI1Type() : l.getElementType();
+  return b.create<ntorch::BinaryOp>(loc, RankedTensorType::get(shape, et), fn, lhs, rhs);
+}
+
+Value NodeContext::binaryScalar(ntorch::BinaryFn fn, Value lhs, double rhs) const {
+  return binary(fn, lhs, scalar(typeOf(lhs).getElementType(), rhs));
+}
+
+Value NodeContext::reduce(ntorch::ReduceFn fn, Value x, ArrayRef<int64_t> dims,
+                          bool keepdim) const {
+  auto t = typeOf(x);
+  SmallVector<bool> reduced(t.getRank(), false);
+  SmallVector<int64_t> normalized;
+  for (int64_t d : dims) {
+    int64_t n = dim(d, t.getRank());
+    if (!reduced[n])
+      normalized.push_back(n);
+    reduced[n] = true;
+  }
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < t.getRank(); ++i)
+    if (!reduced[i])
+      shape.push_back(t.getDimSize(i));
+    else if (keepdim)
+      shape.push_back(1);
+  return b.create<ntorch::ReduceOp>(loc, RankedTensorType::get(shape, t.getElementType()), fn, x,
+                                    normalized, keepdim);
+}
+
+Value NodeContext::reshape(Value x, ArrayRef<int64_t> shape) const {
+  auto t = typeOf(x);
+  if (t.getShape() == shape)
+    return x;
+  return b.create<ntorch::ReshapeOp>(loc, RankedTensorType::get(shape, t.getElementType()), x);
+}
+
+Value NodeContext::permute(Value x, ArrayRef<int64_t> dims) const {
+  auto t = typeOf(x);
+  SmallVector<int64_t> shape;
+  for (int64_t d : dims)
+    shape.push_back(t.getDimSize(d));
+  return b.create<ntorch::PermuteOp>(loc, RankedTensorType::get(shape, t.getElementType()), x,
+                                     dims);
+}
+
+Value NodeContext::castTo(Value x, Type elementType) const {
+  auto t = typeOf(x);
+  if (t.getElementType() == elementType)
+    return x;
+  return b.create<ntorch::CastOp>(loc, RankedTensorType::get(t.getShape(), elementType), x);
+}
+
+int64_t NodeContext::dim(int64_t d, int64_t rank) const {
+  int64_t n = d < 0 ? d + rank : d;
+  if (n < 0 || n >= std::max<int64_t>(rank, 1))
+    throw ImportError("dimension " + std::to_string(d) + " out of range for rank " +
+                      std::to_string(rank));
+  return n;
 }
 
 } // namespace neuron::compiler

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "mlir/IR/Builders.h"
+#include "dialects/NTorch/IR/NTorchOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/SmallVector.h"
 
@@ -34,6 +35,8 @@ public:
   bool hasArg(size_t i, const char *name = nullptr) const { return arg(i, name) != nullptr; }
   bool isTensorArg(size_t i) const;
   mlir::Value tensor(size_t i) const;
+  /// A list of tensors (aten.cat's first argument).
+  llvm::SmallVector<mlir::Value> tensorList(size_t i, const char *name = nullptr) const;
   double number(size_t i, const char *name, double fallback) const;
   int64_t integer(size_t i, const char *name, int64_t fallback) const;
   std::string string(size_t i, const char *name, const std::string &fallback) const;
@@ -44,6 +47,23 @@ public:
   mlir::Value tensorOrScalar(size_t i, mlir::Type elementType) const;
 
   mlir::RankedTensorType resultType(size_t i = 0) const { return resultTypes[i]; }
+
+  // Builders for importers that expand one ATen op into several ntorch ops.
+  /// A tensor of `type` filled with `value`.
+  mlir::Value splat(mlir::RankedTensorType type, double value) const;
+  /// A rank-0 constant of `elementType`.
+  mlir::Value scalar(mlir::Type elementType, double value) const;
+  mlir::Value unary(neuron::ntorch::UnaryFn fn, mlir::Value x) const;
+  /// Broadcasting binary op; comparisons yield i1, others lhs's element type.
+  mlir::Value binary(neuron::ntorch::BinaryFn fn, mlir::Value lhs, mlir::Value rhs) const;
+  mlir::Value binaryScalar(neuron::ntorch::BinaryFn fn, mlir::Value lhs, double rhs) const;
+  mlir::Value reduce(neuron::ntorch::ReduceFn fn, mlir::Value x, llvm::ArrayRef<int64_t> dims,
+                     bool keepdim) const;
+  mlir::Value reshape(mlir::Value x, llvm::ArrayRef<int64_t> shape) const;
+  mlir::Value permute(mlir::Value x, llvm::ArrayRef<int64_t> dims) const;
+  mlir::Value castTo(mlir::Value x, mlir::Type elementType) const;
+  /// Normalizes a possibly negative dimension index.
+  int64_t dim(int64_t d, int64_t rank) const;
   size_t numResults() const { return resultTypes.size(); }
 
 private:

@@ -39,6 +39,12 @@ private:
   nisa::AccessPatternAttr wholeTile(Value tile);
   IntegerAttr queue(int q) { return b.getI32IntegerAttr(q); }
   UnitAttr unit(bool set) { return set ? b.getUnitAttr() : nullptr; }
+  /// DMA queues are used round-robin.
+  int nextDma() {
+    int q = nisa::kQueueDma0 + nextDmaQueue;
+    nextDmaQueue = (nextDmaQueue + 1) % nisa::kNumDmaQueues;
+    return q;
+  }
   MLIRContext *ctx() { return b.getContext(); }
 
   func::FuncOp func;
@@ -120,9 +126,7 @@ LogicalResult FuncLowering::lower(Operation *op, int64_t index) {
         return success();
       })
       .Case([&](ntile::DmaOp d) {
-        int q = nisa::kQueueDma0 + nextDmaQueue;
-        nextDmaQueue = (nextDmaQueue + 1) % nisa::kNumDmaQueues;
-        b.create<nisa::DmaCopyOp>(loc, queue(q), physical(d.getTarget(), d.getTargetAp()),
+        b.create<nisa::DmaCopyOp>(loc, queue(nextDma()), physical(d.getTarget(), d.getTargetAp()),
                                   physical(d.getSource(), d.getSourceAp()), nullptr);
         return success();
       })
@@ -155,6 +159,27 @@ LogicalResult FuncLowering::lower(Operation *op, int64_t index) {
       .Case([&](ntile::CopyOp c) {
         b.create<nisa::TensorCopyOp>(loc, queue(nisa::kQueueVector), wholeTile(c.getTarget()),
                                      wholeTile(c.getSource()), nullptr);
+        return success();
+      })
+      .Case([&](ntile::ReduceOp r) {
+        b.create<nisa::TensorReduceOp>(loc, queue(nisa::kQueueVector), wholeTile(r.getTarget()),
+                                       r.getOpAttr(), wholeTile(r.getSource()), nullptr);
+        return success();
+      })
+      .Case([&](ntile::SelectOp s) {
+        b.create<nisa::SelectOp>(loc, queue(nisa::kQueueVector), wholeTile(s.getTarget()),
+                                 wholeTile(s.getCondition()), wholeTile(s.getOnTrue()),
+                                 wholeTile(s.getOnFalse()), nullptr);
+        return success();
+      })
+      .Case([&](ntile::GatherOp g) {
+        MemRefType table = memrefType(g.getTable()), target = memrefType(g.getTarget());
+        int64_t width = table.getDimSize(1);
+        auto tableAp = nisa::AccessPatternAttr::get(
+            ctx(), MemSpace::hbm, hbmBuffer.lookup(g.getTable()), g.getColumn(),
+            {width, table.getDimSize(0), 1, target.getDimSize(1)}, table.getElementType());
+        b.create<nisa::DmaGatherOp>(loc, queue(nextDma()), wholeTile(g.getTarget()), tableAp,
+                                    wholeTile(g.getIndices()), nullptr);
         return success();
       })
       .Case([&](func::ReturnOp) { return success(); })

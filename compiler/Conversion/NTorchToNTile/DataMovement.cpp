@@ -16,6 +16,64 @@ static MemRefType hbmType(RankedTensorType t) {
   return ntile::getBufferType(t.getShape(), t.getElementType(), MemSpace::hbm);
 }
 
+static LogicalResult lowerSlice(TileEmitter &e, ntorch::SliceOp op) {
+  auto in = tensorType(op.getInput()), res = tensorType(op.getResult());
+  SmallVector<int64_t> inStrides = contiguousStrides(in.getShape()), strides;
+  int64_t offset = 0;
+  for (int64_t d = 0; d < in.getRank(); ++d) {
+    offset += op.getOffsets()[d] * inStrides[d];
+    strides.push_back(op.getStrides()[d] * inStrides[d]);
+  }
+  Value out = e.createResultBuffer(op.getResult(), op.getLoc());
+  if (res.getNumElements() > 0)
+    e.copyStrided(op.getLoc(), e.buffer(op.getInput()), offset, strides, out, res.getShape());
+  return success();
+}
+
+static LogicalResult lowerConcat(TileEmitter &e, ntorch::ConcatOp op) {
+  auto res = tensorType(op.getResult());
+  SmallVector<int64_t> outStrides = contiguousStrides(res.getShape());
+  Value out = e.createResultBuffer(op.getResult(), op.getLoc());
+  int64_t start = 0, dim = op.getDim();
+  for (Value v : op.getInputs()) {
+    auto t = tensorType(v);
+    if (t.getNumElements() > 0)
+      e.copyStrided(op.getLoc(), e.buffer(v), 0, contiguousStrides(t.getShape()), out,
+                    start * outStrides[dim], outStrides, t.getShape());
+    start += t.getDimSize(dim);
+  }
+  return success();
+}
+
+static LogicalResult lowerPad(TileEmitter &e, ntorch::PadOp op) {
+  Value out = e.createResultBuffer(op.getResult(), op.getLoc());
+  e.fillPadded(op.getLoc(), e.buffer(op.getInput()), tensorType(op.getInput()).getShape(), out,
+               op.getLow(), op.getHigh(), op.getValue().convertToDouble());
+  return success();
+}
+
+/// Rows of the table by index, 128 indices at a time, through an indirect DMA.
+static LogicalResult lowerGatherRows(TileEmitter &e, ntorch::GatherRowsOp op) {
+  auto table = tensorType(op.getTable()), idx = tensorType(op.getIndices());
+  Location loc = op.getLoc();
+  int64_t n = idx.getNumElements(), width = table.getDimSize(1);
+  Value out = e.createResultBuffer(op.getResult(), loc);
+  int64_t maxFree = e.maxTileFree(ntile::getElementBytes(table.getElementType()));
+  SmallVector<int64_t> idxShape = {n, 1};
+  for (int64_t r0 = 0; r0 < n; r0 += e.target.partitions) {
+    int64_t pr = std::min<int64_t>(e.target.partitions, n - r0);
+    Value ids = e.allocTile(loc, pr, 1, idx.getElementType(), MemSpace::sbuf);
+    e.loadRows(loc, e.buffer(op.getIndices()), 0, {1, 1}, idxShape, r0, pr, 0, 1, ids);
+    for (int64_t c0 = 0; c0 < width; c0 += maxFree) {
+      int64_t fc = std::min(maxFree, width - c0);
+      Value tile = e.allocTile(loc, pr, fc, table.getElementType(), MemSpace::sbuf);
+      e.b.create<ntile::GatherOp>(loc, e.buffer(op.getTable()), ids, c0, tile);
+      e.storeRows(loc, tile, out, {n, width}, r0, pr, c0, fc);
+    }
+  }
+  return success();
+}
+
 LogicalResult lowerDataMovement(TileEmitter &e, Operation *op) {
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](ntorch::ConstantOp c) {
@@ -47,6 +105,10 @@ LogicalResult lowerDataMovement(TileEmitter &e, Operation *op) {
                       broadcastStrides(in.getShape(), res.getShape()), out, res.getShape());
         return success();
       })
+      .Case([&](ntorch::SliceOp s) { return lowerSlice(e, s); })
+      .Case([&](ntorch::ConcatOp c) { return lowerConcat(e, c); })
+      .Case([&](ntorch::PadOp p) { return lowerPad(e, p); })
+      .Case([&](ntorch::GatherRowsOp g) { return lowerGatherRows(e, g); })
       .Default([](Operation *) { return failure(); });
 }
 

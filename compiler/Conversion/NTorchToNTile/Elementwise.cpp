@@ -100,11 +100,20 @@ static LogicalResult lowerCast(TileEmitter &e, ntorch::CastOp op) {
   return success();
 }
 
+static LogicalResult lowerSelect(TileEmitter &e, ntorch::SelectOp op) {
+  emitTiled(e, op.getLoc(), {op.getCondition(), op.getLhs(), op.getRhs()}, op.getResult(),
+            [&](ArrayRef<Value> in, Value out) {
+              e.b.create<ntile::SelectOp>(op.getLoc(), in[0], in[1], in[2], out);
+            });
+  return success();
+}
+
 LogicalResult lowerElementwise(TileEmitter &e, Operation *op) {
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](ntorch::UnaryOp u) { return lowerUnary(e, u); })
       .Case([&](ntorch::BinaryOp b) { return lowerBinary(e, b); })
       .Case([&](ntorch::CastOp c) { return lowerCast(e, c); })
+      .Case([&](ntorch::SelectOp s) { return lowerSelect(e, s); })
       .Default([](Operation *) { return failure(); });
 }
 

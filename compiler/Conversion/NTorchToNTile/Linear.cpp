@@ -19,8 +19,10 @@ LogicalResult lowerMatmul(TileEmitter &e, Operation *operation) {
   auto lhsType = cast<RankedTensorType>(op.getLhs().getType());
   auto rhsType = cast<RankedTensorType>(op.getRhs().getType());
   auto resType = cast<RankedTensorType>(op.getType());
-  int64_t M = resType.getDimSize(0), N = resType.getDimSize(1);
-  int64_t K = op.getTransposeLhs() ? lhsType.getDimSize(0) : lhsType.getDimSize(1);
+  // A leading batch dimension (aten.bmm) repeats the 2-D product per batch.
+  int64_t b0 = resType.getRank() - 2, batches = b0 ? resType.getDimSize(0) : 1;
+  int64_t M = resType.getDimSize(b0), N = resType.getDimSize(b0 + 1);
+  int64_t K = op.getTransposeLhs() ? lhsType.getDimSize(b0) : lhsType.getDimSize(b0 + 1);
   // Element strides of lhs'[m, k] and rhs'[k, n] in their buffers.
   int64_t lhsM = op.getTransposeLhs() ? 1 : K, lhsK = op.getTransposeLhs() ? M : 1;
   int64_t rhsK = op.getTransposeRhs() ? 1 : N, rhsN = op.getTransposeRhs() ? K : 1;
@@ -34,13 +36,18 @@ LogicalResult lowerMatmul(TileEmitter &e, Operation *operation) {
   bool resident = ((K + tileK - 1) / tileK) * tileM * ntile::getElementBytes(lhsEt) <=
                   kResidentStationaryBytes;
 
+  int64_t lhsBase = 0, rhsBase = 0, outBase = 0;
   auto loadStationary = [&](int64_t m0, int64_t mm, int64_t k0, int64_t kk) {
     Value tile = e.allocTile(loc, kk, mm, lhsEt, MemSpace::sbuf);
-    e.dma(loc, lhs, e.pattern(m0 * lhsM + k0 * lhsK, {{lhsK, kk}, {lhsM, mm}}), tile,
+    e.dma(loc, lhs, e.pattern(lhsBase + m0 * lhsM + k0 * lhsK, {{lhsK, kk}, {lhsM, mm}}), tile,
           e.pattern(0, {{mm, kk}, {1, mm}}));
     return tile;
   };
 
+  for (int64_t batch = 0; batch < batches; ++batch) {
+  lhsBase = batch * M * K;
+  rhsBase = batch * K * N;
+  outBase = batch * M * N;
   for (int64_t m0 = 0; m0 < M; m0 += tileM) {
     int64_t mm = std::min(tileM, M - m0);
     SmallVector<Value> stationary;
@@ -54,14 +61,16 @@ LogicalResult lowerMatmul(TileEmitter &e, Operation *operation) {
         int64_t kk = std::min(tileK, K - k0);
         Value st = resident ? stationary[kt] : loadStationary(m0, mm, k0, kk);
         Value mv = e.allocTile(loc, kk, nn, rhsEt, MemSpace::sbuf);
-        e.dma(loc, rhs, e.pattern(k0 * rhsK + n0 * rhsN, {{rhsK, kk}, {rhsN, nn}}), mv,
+        e.dma(loc, rhs, e.pattern(rhsBase + k0 * rhsK + n0 * rhsN, {{rhsK, kk}, {rhsN, nn}}), mv,
               e.pattern(0, {{nn, kk}, {1, nn}}));
         e.b.create<ntile::MatmulOp>(loc, st, mv, acc, /*accumulate=*/k0 > 0);
       }
       Value result = e.allocTile(loc, mm, nn, resType.getElementType(), MemSpace::sbuf);
       e.b.create<ntile::CopyOp>(loc, acc, result);
-      e.storeRows(loc, result, out, {M, N}, m0, mm, n0, nn);
+      e.dma(loc, result, e.pattern(0, {{nn, mm}, {1, nn}}), out,
+            e.pattern(outBase + m0 * N + n0, {{N, mm}, {1, nn}}));
     }
+  }
   }
   return success();
 }

@@ -23,10 +23,15 @@ MemRefType hbmType(Type tensorType) {
 LogicalResult lowerOp(TileEmitter &e, Operation *op) {
   if (isa<ntorch::MatmulOp>(op))
     return lowerMatmul(e, op);
-  if (isa<ntorch::UnaryOp, ntorch::BinaryOp, ntorch::CastOp>(op))
+  if (isa<ntorch::UnaryOp, ntorch::BinaryOp, ntorch::CastOp, ntorch::SelectOp>(op))
     return lowerElementwise(e, op);
-  if (isa<ntorch::ConstantOp, ntorch::ReshapeOp, ntorch::PermuteOp, ntorch::BroadcastOp>(op))
+  if (isa<ntorch::ConstantOp, ntorch::ReshapeOp, ntorch::PermuteOp, ntorch::BroadcastOp,
+          ntorch::SliceOp, ntorch::ConcatOp, ntorch::PadOp, ntorch::GatherRowsOp>(op))
     return lowerDataMovement(e, op);
+  if (isa<ntorch::ReduceOp>(op))
+    return lowerReduction(e, op);
+  if (isa<ntorch::Conv2dOp, ntorch::Pool2dOp>(op))
+    return lowerWindow(e, op);
   return op->emitOpError("has no lowering to ntile");
 }
 

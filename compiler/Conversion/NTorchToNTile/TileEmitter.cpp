@@ -131,16 +131,68 @@ void TileEmitter::storeRows(Location loc, Value tile, Value target, ArrayRef<int
 
 void TileEmitter::copyStrided(Location loc, Value source, int64_t sourceOffset,
                               ArrayRef<int64_t> strides, Value target, ArrayRef<int64_t> shape) {
+  copyStrided(loc, source, sourceOffset, strides, target, 0,
+              contiguousStrides(atLeast1D(shape)), shape);
+}
+
+void TileEmitter::copyStrided(Location loc, Value source, int64_t sourceOffset,
+                              ArrayRef<int64_t> sourceStrides, Value target, int64_t targetOffset,
+                              ArrayRef<int64_t> targetStrides, ArrayRef<int64_t> shape) {
   SmallVector<int64_t> s = atLeast1D(shape);
-  SmallVector<int64_t> st = strides.empty() ? SmallVector<int64_t>{0} : SmallVector<int64_t>(strides);
-  int64_t width = s.back(), colStride = st.back();
+  auto norm = [](ArrayRef<int64_t> st) {
+    return st.empty() ? SmallVector<int64_t>{0} : SmallVector<int64_t>(st);
+  };
+  SmallVector<int64_t> ss = norm(sourceStrides), ts = norm(targetStrides);
   forEachTile(s, kCopyChunk, [&](int64_t row0, int64_t rows, int64_t col0, int64_t cols) {
-    forEachRun(rowOffsets(s, st, row0, rows), [&](int64_t first, int64_t len, int64_t step) {
-      int64_t off = sourceOffset + rowOffsets(s, st, row0 + first, 1)[0] + col0 * colStride;
-      dma(loc, source, pattern(off, {{step, len}, {colStride, cols}}), target,
-          pattern((row0 + first) * width + col0, {{width, len}, {1, cols}}));
-    });
+    SmallVector<int64_t> so = rowOffsets(s, ss, row0, rows), to = rowOffsets(s, ts, row0, rows);
+    // Runs of rows evenly spaced in both views.
+    size_t i = 0;
+    while (i < so.size()) {
+      size_t j = i + 1;
+      int64_t sStep = j < so.size() ? so[j] - so[i] : 1, tStep = j < to.size() ? to[j] - to[i] : 1;
+      while (j < so.size() && so[j] - so[j - 1] == sStep && to[j] - to[j - 1] == tStep)
+        ++j;
+      int64_t len = j - i;
+      dma(loc, source, pattern(sourceOffset + so[i] + col0 * ss.back(), {{sStep, len}, {ss.back(), cols}}),
+          target, pattern(targetOffset + to[i] + col0 * ts.back(), {{tStep, len}, {ts.back(), cols}}));
+      i = j;
+    }
   });
+}
+
+Value TileEmitter::allocHbm(Location loc, RankedTensorType type) {
+  return b.create<memref::AllocOp>(
+      loc, ntile::getBufferType(type.getShape(), type.getElementType(), MemSpace::hbm));
+}
+
+void TileEmitter::fillPadded(Location loc, Value source, ArrayRef<int64_t> shape, Value target,
+                             ArrayRef<int64_t> low, ArrayRef<int64_t> high, double value) {
+  Type et = cast<MemRefType>(target.getType()).getElementType();
+  SmallVector<int64_t> outShape;
+  for (size_t d = 0; d < shape.size(); ++d)
+    outShape.push_back(shape[d] + low[d] + high[d]);
+  SmallVector<int64_t> outStrides = contiguousStrides(outShape);
+  auto oneType = RankedTensorType::get({1}, et);
+  Attribute attr;
+  if (auto ft = dyn_cast<FloatType>(et)) {
+    APFloat f(value);
+    bool lost;
+    f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+    attr = DenseElementsAttr::get(oneType, f);
+  } else {
+    attr = DenseElementsAttr::get(oneType, APInt(et.getIntOrFloatBitWidth(), (int64_t)value, true));
+  }
+  Value fill = b.create<ntile::ConstantOp>(loc, ntile::getBufferType({1}, et, MemSpace::hbm),
+                                           cast<ElementsAttr>(attr));
+  copyStrided(loc, fill, 0, SmallVector<int64_t>(outShape.size(), 0), target, 0, outStrides,
+              outShape);
+  int64_t offset = 0, elements = 1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    offset += low[d] * outStrides[d];
+    elements *= shape[d];
+  }
+  if (elements > 0)
+    copyStrided(loc, source, 0, contiguousStrides(shape), target, offset, outStrides, shape);
 }
 
 } // namespace neuron::compiler

@@ -60,6 +60,19 @@ public:
   void copyStrided(mlir::Location loc, mlir::Value source, int64_t sourceOffset,
                    llvm::ArrayRef<int64_t> strides, mlir::Value target,
                    llvm::ArrayRef<int64_t> shape);
+  /// Copies HBM -> HBM between two strided views of the same `shape`.
+  void copyStrided(mlir::Location loc, mlir::Value source, int64_t sourceOffset,
+                   llvm::ArrayRef<int64_t> sourceStrides, mlir::Value target,
+                   int64_t targetOffset, llvm::ArrayRef<int64_t> targetStrides,
+                   llvm::ArrayRef<int64_t> shape);
+
+  /// Writes `source` (contiguous, `shape`) into `target` (contiguous, `shape` grown by
+  /// `low` and `high`), filling the border with `value`.
+  void fillPadded(mlir::Location loc, mlir::Value source, llvm::ArrayRef<int64_t> shape,
+                  mlir::Value target, llvm::ArrayRef<int64_t> low, llvm::ArrayRef<int64_t> high,
+                  double value);
+  /// A new HBM buffer of `type`.
+  mlir::Value allocHbm(mlir::Location loc, mlir::RankedTensorType type);
 
 private:
   llvm::DenseMap<mlir::Value, mlir::Value> buffers;
@@ -76,5 +89,7 @@ llvm::SmallVector<int64_t> broadcastStrides(llvm::ArrayRef<int64_t> from,
 mlir::LogicalResult lowerMatmul(TileEmitter &e, mlir::Operation *op);
 mlir::LogicalResult lowerElementwise(TileEmitter &e, mlir::Operation *op);
 mlir::LogicalResult lowerDataMovement(TileEmitter &e, mlir::Operation *op);
+mlir::LogicalResult lowerReduction(TileEmitter &e, mlir::Operation *op);
+mlir::LogicalResult lowerWindow(TileEmitter &e, mlir::Operation *op);
 
 } // namespace neuron::compiler

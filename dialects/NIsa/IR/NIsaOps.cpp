@@ -139,5 +139,30 @@ LogicalResult TensorCopyOp::verify() {
   return verifyElementwise(*this, {getSrc()});
 }
 
+LogicalResult TensorReduceOp::verify() {
+  if (failed(verifyInstruction(*this, {kQueueVector, kQueueGpSimd})))
+    return failure();
+  if (getSrc().getSize(0) != getDst().getSize(0) || getDst().getFreeSize() != 1)
+    return emitOpError("dst must be [partitions of src, 1]");
+  return success();
+}
+
+LogicalResult SelectOp::verify() {
+  if (failed(verifyInstruction(*this, {kQueueVector, kQueueGpSimd})))
+    return failure();
+  return verifyElementwise(*this, {getCondition(), getOnTrue(), getOnFalse()});
+}
+
+LogicalResult DmaGatherOp::verify() {
+  if (failed(verifyInstruction(*this, dmaQueues())))
+    return failure();
+  if (getTable().getSpace() != MemSpace::hbm || getIndices().getSpace() != MemSpace::sbuf)
+    return emitOpError("gathers from an HBM table with SBUF indices");
+  if (getIndices().getSize(0) != getDst().getSize(0) ||
+      getTable().getNumElements() / getTable().getSize(0) != getDst().getFreeSize())
+    return emitOpError("one index per dst partition, one row slice per index");
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "dialects/NIsa/IR/NIsaOps.cpp.inc"

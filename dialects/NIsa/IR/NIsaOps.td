@@ -9,7 +9,7 @@ def NIsa_BufferOp : NIsa_Op<"buffer"> {
   let description = [{
     ```mlir
     nisa.buffer 0 input 0 : tensor<3x200xf32>
-    nisa.buffer 2 constant 0 : tensor<f32> {value = dense<5.000000e-01> : tensor<f32>}
+    nisa.buffer 2 constant -1 {value = dense<5.000000e-01> : tensor<f32>} : tensor<f32>
     ```
   }];
   let arguments = (ins I32Attr:$id, NIsa_BufferKind:$kind, I32Attr:$index,
@@ -58,6 +58,28 @@ def NIsa_TensorScalarOp : NIsa_Instruction<"tensor_scalar",
 
 def NIsa_TensorCopyOp : NIsa_Instruction<"tensor_copy", (ins NIsa_AccessPatternAttr:$src), "$src"> {
   let summary = "Vector engine: dst = src, converting the element type";
+}
+
+def NIsa_TensorReduceOp : NIsa_Instruction<"tensor_reduce",
+    (ins Neuron_AluOp:$op, NIsa_AccessPatternAttr:$src), "$src", "$op"> {
+  let summary = "Vector engine: dst[p, 0] = reduce<op> over the free elements of src[p]";
+}
+
+def NIsa_SelectOp : NIsa_Instruction<"select",
+    (ins NIsa_AccessPatternAttr:$condition, NIsa_AccessPatternAttr:$on_true,
+         NIsa_AccessPatternAttr:$on_false),
+    "$condition `,` $on_true `,` $on_false"> {
+  let summary = "Vector engine: dst = condition != 0 ? on_true : on_false";
+}
+
+def NIsa_DmaGatherOp : NIsa_Instruction<"dma_gather",
+    (ins NIsa_AccessPatternAttr:$table, NIsa_AccessPatternAttr:$indices),
+    "$table `[` $indices `]`"> {
+  let summary = "indirect DMA: dst[p, :] = rows of the table pattern, row indices[p]";
+  let description = [{
+    `table` is the HBM pattern of row 0 (its first pair is [row stride, rows]; the
+    rest selects the columns); `indices` holds one integer per partition in SBUF.
+  }];
 }
 
 #endif // NISA_OPS_TD

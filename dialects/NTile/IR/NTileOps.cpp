@@ -150,5 +150,41 @@ LogicalResult CopyOp::verify() {
   return verifySameShape(*this, {getSource(), getTarget()});
 }
 
+LogicalResult ReduceOp::verify() {
+  if (failed(verifyTile(*this, getSource(), "source")) ||
+      failed(verifyTile(*this, getTarget(), "target")))
+    return failure();
+  if (bufferType(getTarget()).getDimSize(0) != bufferType(getSource()).getDimSize(0) ||
+      bufferType(getTarget()).getDimSize(1) != 1)
+    return emitOpError("target must be [partitions, 1]");
+  return success();
+}
+
+LogicalResult SelectOp::verify() {
+  for (auto [v, name] : {std::pair{getCondition(), "condition"}, {getOnTrue(), "on_true"},
+                         {getOnFalse(), "on_false"}, {getTarget(), "target"}})
+    if (failed(verifyTile(*this, v, name)))
+      return failure();
+  return verifySameShape(*this, {getCondition(), getOnTrue(), getOnFalse(), getTarget()});
+}
+
+LogicalResult GatherOp::verify() {
+  MemRefType table = bufferType(getTable()), idx = bufferType(getIndices()),
+             target = bufferType(getTarget());
+  if (getMemSpace(table) != MemSpace::hbm || table.getRank() != 2)
+    return emitOpError("table must be a rank-2 HBM buffer");
+  if (failed(verifyTile(*this, getIndices(), "indices")) ||
+      failed(verifyTile(*this, getTarget(), "target")))
+    return failure();
+  if (!isa<IntegerType>(idx.getElementType()) || idx.getDimSize(1) != 1 ||
+      idx.getDimSize(0) != target.getDimSize(0))
+    return emitOpError("indices must be an integer tile [P, 1] matching the target");
+  if (getColumn() < 0 || getColumn() + target.getDimSize(1) > table.getDimSize(1))
+    return emitOpError("columns exceed the table");
+  if (table.getElementType() != target.getElementType())
+    return emitOpError("gather does not convert element types");
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "dialects/NTile/IR/NTileOps.cpp.inc"

@@ -134,4 +134,53 @@ def NTile_CopyOp : NTile_ElementwiseOp<"copy"> {
   let assemblyFormat = "$source `to` $target attr-dict `:` type($source) `,` type($target)";
 }
 
+def NTile_ReduceOp : NTile_ElementwiseOp<"reduce"> {
+  let summary = "Vector engine: target[p, 0] = reduce<op> over source[p, :]";
+  let description = [{
+    ```mlir
+    ntile.reduce max %a to %m : memref<128x512xf32, #ntile.mem<sbuf>>, memref<128x1xf32, #ntile.mem<sbuf>>
+    ```
+  }];
+  let arguments = (ins Neuron_AluOp:$op, Arg<NTile_Buffer, "", [MemRead]>:$source,
+                       Arg<NTile_Buffer, "", [MemWrite]>:$target);
+  let assemblyFormat = "$op $source `to` $target attr-dict `:` type($source) `,` type($target)";
+}
+
+def NTile_SelectOp : NTile_ElementwiseOp<"select"> {
+  let summary = "Vector engine: target = condition != 0 ? on_true : on_false";
+  let description = [{
+    ```mlir
+    ntile.select %c, %a, %b to %t : memref<4x8xi1, #ntile.mem<sbuf>>, memref<4x8xf32, #ntile.mem<sbuf>>,
+        memref<4x8xf32, #ntile.mem<sbuf>>, memref<4x8xf32, #ntile.mem<sbuf>>
+    ```
+  }];
+  let arguments = (ins Arg<NTile_Buffer, "", [MemRead]>:$condition,
+                       Arg<NTile_Buffer, "", [MemRead]>:$on_true,
+                       Arg<NTile_Buffer, "", [MemRead]>:$on_false,
+                       Arg<NTile_Buffer, "", [MemWrite]>:$target);
+  let assemblyFormat = [{
+    $condition `,` $on_true `,` $on_false `to` $target attr-dict `:` type($condition) `,`
+    type($on_true) `,` type($on_false) `,` type($target)
+  }];
+}
+
+def NTile_GatherOp : NTile_Op<"gather"> {
+  let summary = "indirect DMA: target[p, :] = table[indices[p], column : column + F]";
+  let description = [{
+    The table is a rank-2 HBM buffer; indices is an integer SBUF tile [P, 1]. An
+    index outside the table is an error when the program runs.
+    ```mlir
+    ntile.gather %table[%ids] column 0 to %t : memref<64x32xf32, #ntile.mem<hbm>>,
+        memref<16x1xi64, #ntile.mem<sbuf>>, memref<16x32xf32, #ntile.mem<sbuf>>
+    ```
+  }];
+  let arguments = (ins Arg<NTile_Buffer, "", [MemRead]>:$table, Arg<NTile_Buffer, "", [MemRead]>:$indices,
+                       I64Attr:$column, Arg<NTile_Buffer, "", [MemWrite]>:$target);
+  let assemblyFormat = [{
+    $table `[` $indices `]` `column` $column `to` $target attr-dict `:` type($table) `,`
+    type($indices) `,` type($target)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // NTILE_OPS_TD

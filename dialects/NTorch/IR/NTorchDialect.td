@@ -44,4 +44,17 @@ def NTorch_BinaryFn : I32EnumAttr<"BinaryFn", "elementwise function of two opera
   let cppNamespace = "::neuron::ntorch";
 }
 
+// Reductions over dimensions. Vector engine.
+def NTorch_ReduceFn : I32EnumAttr<"ReduceFn", "reduction", [
+  I32EnumAttrCase<"sum", 0>, I32EnumAttrCase<"max", 1>, I32EnumAttrCase<"min", 2>
+]> {
+  let cppNamespace = "::neuron::ntorch";
+}
+
+def NTorch_PoolFn : I32EnumAttr<"PoolFn", "window reduction", [
+  I32EnumAttrCase<"max", 0>, I32EnumAttrCase<"avg", 1>
+]> {
+  let cppNamespace = "::neuron::ntorch";
+}
+
 #endif // NTORCH_DIALECT_TD

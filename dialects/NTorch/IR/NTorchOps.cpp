@@ -46,17 +46,21 @@ LogicalResult ConstantOp::verify() {
 
 LogicalResult MatmulOp::verify() {
   auto lhs = tensorType(getLhs()), rhs = tensorType(getRhs()), res = tensorType(getResult());
-  if (lhs.getRank() != 2 || rhs.getRank() != 2 || res.getRank() != 2)
-    return emitOpError("expects rank-2 operands and result, got ranks ")
+  int64_t rank = res.getRank();
+  if ((rank != 2 && rank != 3) || lhs.getRank() != rank || rhs.getRank() != rank)
+    return emitOpError("expects operands and result of rank 2 (or 3 with a batch), got ranks ")
            << lhs.getRank() << ", " << rhs.getRank() << " -> " << res.getRank();
-  int64_t m = getTransposeLhs() ? lhs.getDimSize(1) : lhs.getDimSize(0);
-  int64_t k = getTransposeLhs() ? lhs.getDimSize(0) : lhs.getDimSize(1);
-  int64_t k2 = getTransposeRhs() ? rhs.getDimSize(1) : rhs.getDimSize(0);
-  int64_t n = getTransposeRhs() ? rhs.getDimSize(0) : rhs.getDimSize(1);
+  int64_t b = rank - 2;
+  if (b && (lhs.getDimSize(0) != res.getDimSize(0) || rhs.getDimSize(0) != res.getDimSize(0)))
+    return emitOpError("batch sizes differ");
+  int64_t m = getTransposeLhs() ? lhs.getDimSize(b + 1) : lhs.getDimSize(b);
+  int64_t k = getTransposeLhs() ? lhs.getDimSize(b) : lhs.getDimSize(b + 1);
+  int64_t k2 = getTransposeRhs() ? rhs.getDimSize(b + 1) : rhs.getDimSize(b);
+  int64_t n = getTransposeRhs() ? rhs.getDimSize(b) : rhs.getDimSize(b + 1);
   if (k != k2)
     return emitOpError("contraction sizes differ: lhs has ") << k << ", rhs has " << k2;
-  if (res.getDimSize(0) != m || res.getDimSize(1) != n)
-    return emitOpError("result shape ") << shapeStr(res.getShape()) << " should be "
+  if (res.getDimSize(b) != m || res.getDimSize(b + 1) != n)
+    return emitOpError("result shape ") << shapeStr(res.getShape()) << " should end in "
                                         << shapeStr({m, n});
   return success();
 }
@@ -67,9 +71,15 @@ namespace {
 struct FoldTransposeIntoMatmul : OpRewritePattern<MatmulOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MatmulOp op, PatternRewriter &rewriter) const override {
+    // Swapping the two innermost dims (keeping a batch dim in place).
     auto isTranspose = [](Value v) -> PermuteOp {
       auto p = v.getDefiningOp<PermuteOp>();
-      if (p && p.getDims().size() == 2 && p.getDims()[0] == 1 && p.getDims()[1] == 0)
+      if (!p)
+        return nullptr;
+      ArrayRef<int64_t> d = p.getDims();
+      if (d.size() == 2 && d[0] == 1 && d[1] == 0)
+        return p;
+      if (d.size() == 3 && d[0] == 0 && d[1] == 2 && d[2] == 1)
         return p;
       return nullptr;
     };
@@ -213,6 +223,210 @@ OpFoldResult BroadcastOp::fold(FoldAdaptor) {
   if (getInput().getType() == getType())
     return getInput();
   return {};
+}
+
+//===----------------------------------------------------------------------===//
+// ReduceOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReduceOp::verify() {
+  auto in = tensorType(getInput()), res = tensorType(getResult());
+  SmallVector<int64_t> expected;
+  SmallVector<bool> reduced(in.getRank(), false);
+  for (int64_t d : getDims()) {
+    if (d < 0 || d >= in.getRank() || reduced[d])
+      return emitOpError("dims ") << shapeStr(getDims()) << " are invalid for rank "
+                                  << in.getRank();
+    reduced[d] = true;
+  }
+  for (int64_t i = 0; i < in.getRank(); ++i)
+    if (!reduced[i])
+      expected.push_back(in.getDimSize(i));
+    else if (getKeepdim())
+      expected.push_back(1);
+  if (res.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError("result shape ") << shapeStr(res.getShape()) << " should be "
+                                        << shapeStr(expected);
+  return success();
+}
+
+namespace {
+/// reduce(x, dims) with dims not trailing -> reduce(permute(x), trailing dims):
+/// the lowering reduces along the free dimension of a tile.
+struct MoveReducedDimsLast : OpRewritePattern<ReduceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReduceOp op, PatternRewriter &rewriter) const override {
+    auto in = tensorType(op.getInput());
+    int64_t rank = in.getRank(), n = op.getDims().size();
+    SmallVector<bool> reduced(rank, false);
+    for (int64_t d : op.getDims())
+      reduced[d] = true;
+    SmallVector<int64_t> sorted(op.getDims());
+    llvm::sort(sorted);
+    bool trailing = true;
+    for (int64_t i = 0; i < n; ++i)
+      trailing &= sorted[i] == rank - n + i;
+    if (trailing && (!op.getKeepdim() || n == 0))
+      return failure();
+    SmallVector<int64_t> perm, shape, keptShape;
+    for (int64_t i = 0; i < rank; ++i)
+      if (!reduced[i]) {
+        perm.push_back(i);
+        keptShape.push_back(in.getDimSize(i));
+      }
+    for (int64_t d : sorted)
+      perm.push_back(d);
+    for (int64_t p : perm)
+      shape.push_back(in.getDimSize(p));
+    Value x = op.getInput();
+    if (!trailing)
+      x = rewriter.create<PermuteOp>(op.getLoc(), RankedTensorType::get(shape, in.getElementType()),
+                                     x, perm);
+    SmallVector<int64_t> dims = llvm::to_vector(llvm::seq<int64_t>(rank - n, rank));
+    auto keptType = RankedTensorType::get(keptShape, tensorType(op.getResult()).getElementType());
+    Value r = rewriter.create<ReduceOp>(op.getLoc(), keptType, op.getFn(), x, dims, false);
+    if (op.getKeepdim())
+      r = rewriter.create<ReshapeOp>(op.getLoc(), op.getType(), r);
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+} // namespace
+
+void ReduceOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *ctx) {
+  results.add<MoveReducedDimsLast>(ctx);
+}
+
+//===----------------------------------------------------------------------===//
+// SelectOp, SliceOp, ConcatOp, PadOp, GatherRowsOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SelectOp::verify() {
+  auto res = tensorType(getResult()).getShape();
+  for (Value v : {getCondition(), getLhs(), getRhs()})
+    if (!isBroadcastableTo(tensorType(v).getShape(), res))
+      return emitOpError("operand shape ") << shapeStr(tensorType(v).getShape())
+                                           << " does not broadcast to the result shape "
+                                           << shapeStr(res);
+  if (!tensorType(getCondition()).getElementType().isInteger(1))
+    return emitOpError("condition must be a tensor of i1");
+  return success();
+}
+
+LogicalResult SliceOp::verify() {
+  auto in = tensorType(getInput()), res = tensorType(getResult());
+  int64_t rank = in.getRank();
+  if (res.getRank() != rank || (int64_t)getOffsets().size() != rank ||
+      (int64_t)getStrides().size() != rank)
+    return emitOpError("expects offsets, strides and result of rank ") << rank;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t off = getOffsets()[d], st = getStrides()[d], size = res.getDimSize(d);
+    if (off < 0 || st < 1 || (size > 0 && off + (size - 1) * st >= in.getDimSize(d)))
+      return emitOpError("dimension ") << d << ": " << size << " elements from " << off
+                                       << " by " << st << " exceed size " << in.getDimSize(d);
+  }
+  return success();
+}
+
+OpFoldResult SliceOp::fold(FoldAdaptor) {
+  if (getInput().getType() != getType())
+    return {};
+  for (auto [o, s] : llvm::zip(getOffsets(), getStrides()))
+    if (o != 0 || s != 1)
+      return {};
+  return getInput();
+}
+
+LogicalResult ConcatOp::verify() {
+  auto res = tensorType(getResult());
+  int64_t dim = getDim(), total = 0;
+  if (dim < 0 || dim >= res.getRank())
+    return emitOpError("dim ") << dim << " out of range";
+  for (Value v : getInputs()) {
+    auto t = tensorType(v);
+    if (t.getRank() != res.getRank())
+      return emitOpError("operands must have the result's rank");
+    for (int64_t d = 0; d < res.getRank(); ++d)
+      if (d != dim && t.getDimSize(d) != res.getDimSize(d))
+        return emitOpError("operand shape ") << shapeStr(t.getShape())
+                                             << " differs outside dim " << dim;
+    total += t.getDimSize(dim);
+  }
+  if (total != res.getDimSize(dim))
+    return emitOpError("operands add up to ") << total << " along dim " << dim << ", result has "
+                                              << res.getDimSize(dim);
+  return success();
+}
+
+LogicalResult PadOp::verify() {
+  auto in = tensorType(getInput()), res = tensorType(getResult());
+  if ((int64_t)getLow().size() != in.getRank() || (int64_t)getHigh().size() != in.getRank())
+    return emitOpError("expects one low and one high pad per dimension");
+  for (int64_t d = 0; d < in.getRank(); ++d)
+    if (getLow()[d] < 0 || getHigh()[d] < 0 ||
+        res.getDimSize(d) != in.getDimSize(d) + getLow()[d] + getHigh()[d])
+      return emitOpError("dimension ") << d << " does not match the padding";
+  return success();
+}
+
+LogicalResult GatherRowsOp::verify() {
+  auto table = tensorType(getTable()), idx = tensorType(getIndices()), res = tensorType(getResult());
+  if (table.getRank() != 2)
+    return emitOpError("table must be rank 2");
+  if (!isa<IntegerType>(idx.getElementType()))
+    return emitOpError("indices must be integers");
+  SmallVector<int64_t> expected(idx.getShape());
+  expected.push_back(table.getDimSize(1));
+  if (res.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError("result shape ") << shapeStr(res.getShape()) << " should be "
+                                        << shapeStr(expected);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Conv2dOp, Pool2dOp
+//===----------------------------------------------------------------------===//
+
+static int64_t windowOut(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
+  return (in + 2 * p - d * (k - 1) - 1) / s + 1;
+}
+
+LogicalResult Conv2dOp::verify() {
+  auto in = tensorType(getInput()), w = tensorType(getWeight()), res = tensorType(getResult());
+  if (in.getRank() != 4 || w.getRank() != 4 || res.getRank() != 4)
+    return emitOpError("expects NCHW input, OIHW weight and NCHW result");
+  if (getStride().size() != 2 || getPadding().size() != 2 || getDilation().size() != 2)
+    return emitOpError("stride, padding and dilation have two entries");
+  int64_t g = getGroups();
+  if (g < 1 || in.getDimSize(1) != w.getDimSize(1) * g || w.getDimSize(0) % g != 0)
+    return emitOpError("channels do not match: input has ")
+           << in.getDimSize(1) << ", weight expects " << w.getDimSize(1) << " x " << g
+           << " groups";
+  SmallVector<int64_t> expected = {in.getDimSize(0), w.getDimSize(0),
+                                   windowOut(in.getDimSize(2), w.getDimSize(2), getStride()[0],
+                                             getPadding()[0], getDilation()[0]),
+                                   windowOut(in.getDimSize(3), w.getDimSize(3), getStride()[1],
+                                             getPadding()[1], getDilation()[1])};
+  if (res.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError("result shape ") << shapeStr(res.getShape()) << " should be "
+                                        << shapeStr(expected);
+  return success();
+}
+
+LogicalResult Pool2dOp::verify() {
+  auto in = tensorType(getInput()), res = tensorType(getResult());
+  if (in.getRank() != 4 || res.getRank() != 4)
+    return emitOpError("expects NCHW input and result");
+  if (getKernel().size() != 2 || getStride().size() != 2 || getPadding().size() != 2)
+    return emitOpError("kernel, stride and padding have two entries");
+  SmallVector<int64_t> expected = {
+      in.getDimSize(0), in.getDimSize(1),
+      windowOut(in.getDimSize(2), getKernel()[0], getStride()[0], getPadding()[0], 1),
+      windowOut(in.getDimSize(3), getKernel()[1], getStride()[1], getPadding()[1], 1)};
+  if (res.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError("result shape ") << shapeStr(res.getShape()) << " should be "
+                                        << shapeStr(expected);
+  return success();
 }
 
 #define GET_OP_CLASSES

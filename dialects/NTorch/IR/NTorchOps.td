@@ -28,6 +28,7 @@ def NTorch_MatmulOp : NTorch_Op<"matmul", [Pure]> {
   let description = [{
     `result[m, n] = sum_k lhs'[m, k] * rhs'[k, n]` where `lhs'` is `lhs`, or its
     transpose when `transpose_lhs` is set (likewise `rhs'`). Accumulates in fp32.
+    Rank-3 operands are batched (aten.bmm): the leading dimension is the batch.
     ```mlir
     %r = ntorch.matmul %a, %b {transpose_rhs} : tensor<3x200xf32>, tensor<300x200xf32> -> tensor<3x300xf32>
     ```
@@ -123,6 +124,130 @@ def NTorch_BroadcastOp : NTorch_Op<"broadcast", [Pure]> {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
   let hasFolder = 1;
+}
+
+def NTorch_ReduceOp : NTorch_Op<"reduce", [Pure]> {
+  let summary = "reduces dimensions (aten.sum, aten.amax, aten.amin, aten.any)";
+  let description = [{
+    Reduces `dims` of the input; with `keepdim` they stay as size 1. The lowering
+    reduces trailing dimensions; canonicalization permutes other dims to the end.
+    ```mlir
+    %r = ntorch.reduce max %x [1] {keepdim} : tensor<3x200xf32> -> tensor<3x1xf32>
+    ```
+  }];
+  let arguments = (ins NTorch_ReduceFn:$fn, NTorch_Tensor:$input, DenseI64ArrayAttr:$dims,
+                       UnitAttr:$keepdim);
+  let results = (outs NTorch_Tensor:$result);
+  let assemblyFormat = "$fn $input $dims attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasCanonicalizer = 1;
+}
+
+def NTorch_SelectOp : NTorch_Op<"select", [Pure]> {
+  let summary = "elementwise choice: cond ? lhs : rhs, with broadcasting (aten.where)";
+  let description = [{
+    ```mlir
+    %r = ntorch.select %mask, %x, %y : tensor<4x4xi1>, tensor<4x4xf32>, tensor<f32> -> tensor<4x4xf32>
+    ```
+  }];
+  let arguments = (ins NTorch_Tensor:$condition, NTorch_Tensor:$lhs, NTorch_Tensor:$rhs);
+  let results = (outs NTorch_Tensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $lhs `,` $rhs attr-dict `:` type($condition) `,` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def NTorch_SliceOp : NTorch_Op<"slice", [Pure]> {
+  let summary = "a strided window (aten.slice, aten.select, aten.split)";
+  let description = [{
+    `result[i...] = input[offsets[d] + i[d] * strides[d] ...]`; the result shape gives the sizes.
+    ```mlir
+    %r = ntorch.slice %x [0, 64] [1, 1] : tensor<4x192xf32> -> tensor<4x64xf32>
+    ```
+  }];
+  let arguments = (ins NTorch_Tensor:$input, DenseI64ArrayAttr:$offsets, DenseI64ArrayAttr:$strides);
+  let results = (outs NTorch_Tensor:$result);
+  let assemblyFormat = "$input $offsets $strides attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def NTorch_ConcatOp : NTorch_Op<"concat", [Pure]> {
+  let summary = "joins tensors along a dimension (aten.cat)";
+  let description = [{
+    ```mlir
+    %r = ntorch.concat %a, %b {dim = 1 : i64} : tensor<2x3xf32>, tensor<2x5xf32> -> tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<NTorch_Tensor>:$inputs, I64Attr:$dim);
+  let results = (outs NTorch_Tensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def NTorch_PadOp : NTorch_Op<"pad", [Pure]> {
+  let summary = "constant padding before and after each dimension (aten.constant_pad_nd)";
+  let description = [{
+    ```mlir
+    %r = ntorch.pad %x [0, 1] [0, 1] {value = 0.0 : f64} : tensor<2x3xf32> -> tensor<2x5xf32>
+    ```
+  }];
+  let arguments = (ins NTorch_Tensor:$input, DenseI64ArrayAttr:$low, DenseI64ArrayAttr:$high,
+                       F64Attr:$value);
+  let results = (outs NTorch_Tensor:$result);
+  let assemblyFormat = "$input $low $high attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def NTorch_GatherRowsOp : NTorch_Op<"gather_rows", [Pure]> {
+  let summary = "rows of a table picked by integer indices (aten.embedding, aten.index_select)";
+  let description = [{
+    `result[i..., :] = table[indices[i...], :]` for a rank-2 table.
+    ```mlir
+    %r = ntorch.gather_rows %table, %ids : tensor<64x32xf32>, tensor<2x16xi64> -> tensor<2x16x32xf32>
+    ```
+  }];
+  let arguments = (ins NTorch_Tensor:$table, NTorch_Tensor:$indices);
+  let results = (outs NTorch_Tensor:$result);
+  let assemblyFormat = "$table `,` $indices attr-dict `:` type($table) `,` type($indices) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def NTorch_Conv2dOp : NTorch_Op<"conv2d", [Pure]> {
+  let summary = "2-D convolution, NCHW input, OIHW weight (aten.convolution)";
+  let description = [{
+    ```mlir
+    %r = ntorch.conv2d %x, %w stride [2, 2] padding [1, 1] dilation [1, 1] groups 1
+        : tensor<2x3x16x16xf32>, tensor<8x3x3x3xf32> -> tensor<2x8x8x8xf32>
+    ```
+  }];
+  let arguments = (ins NTorch_Tensor:$input, NTorch_Tensor:$weight, DenseI64ArrayAttr:$stride,
+                       DenseI64ArrayAttr:$padding, DenseI64ArrayAttr:$dilation, I64Attr:$groups);
+  let results = (outs NTorch_Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `stride` $stride `padding` $padding `dilation` $dilation `groups` $groups
+    attr-dict `:` type($input) `,` type($weight) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def NTorch_Pool2dOp : NTorch_Op<"pool2d", [Pure]> {
+  let summary = "2-D max or average pooling over NCHW (aten.max_pool2d, aten.avg_pool2d)";
+  let description = [{
+    Padding reads -inf for max and 0 for avg; avg divides by the full window
+    unless `exclude_pad` (count_include_pad=False).
+    ```mlir
+    %r = ntorch.pool2d max %x kernel [3, 3] stride [2, 2] padding [1, 1] : tensor<2x8x8x8xf32> -> tensor<2x8x4x4xf32>
+    ```
+  }];
+  let arguments = (ins NTorch_PoolFn:$fn, NTorch_Tensor:$input, DenseI64ArrayAttr:$kernel,
+                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding, UnitAttr:$exclude_pad);
+  let results = (outs NTorch_Tensor:$result);
+  let assemblyFormat = [{
+    $fn $input `kernel` $kernel `stride` $stride `padding` $padding attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // NTORCH_OPS_TD

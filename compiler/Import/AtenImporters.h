@@ -1,0 +1,71 @@
+// Importers of ATen ops, one function per op family, grouped in files by category.
+#pragma once
+
+#include "compiler/Import/ImportContext.h"
+
+namespace neuron::compiler::aten {
+
+using Values = llvm::SmallVector<mlir::Value>;
+
+// AtenElementwise.cpp
+template <ntorch::UnaryFn Fn> Values unary(NodeContext &ctx) {
+  return {ctx.b.create<ntorch::UnaryOp>(ctx.loc, ctx.resultType(), Fn, ctx.tensor(0))};
+}
+template <ntorch::BinaryFn Fn> Values binary(NodeContext &ctx);
+template <ntorch::BinaryFn Fn> Values binaryWithAlpha(NodeContext &ctx);
+Values gelu(NodeContext &ctx);
+Values toCopy(NodeContext &ctx);
+Values where(NodeContext &ctx);
+Values clamp(NodeContext &ctx);
+Values leakyRelu(NodeContext &ctx);
+Values log1p(NodeContext &ctx);
+Values expm1(NodeContext &ctx);
+Values logicalNot(NodeContext &ctx);
+Values hardtanh(NodeContext &ctx);
+Values clampMin(NodeContext &ctx);
+Values clampMax(NodeContext &ctx);
+Values rsub(NodeContext &ctx);
+
+// AtenLinalg.cpp
+Values mm(NodeContext &ctx);
+Values bmm(NodeContext &ctx);
+Values addmm(NodeContext &ctx);
+Values convolution(NodeContext &ctx);
+Values cumsum(NodeContext &ctx);
+
+// AtenReductions.cpp
+Values sum(NodeContext &ctx);
+Values mean(NodeContext &ctx);
+Values amax(NodeContext &ctx);
+Values amin(NodeContext &ctx);
+Values any(NodeContext &ctx);
+Values var(NodeContext &ctx);
+Values softmax(NodeContext &ctx);
+Values logSoftmax(NodeContext &ctx);
+Values layerNorm(NodeContext &ctx);
+Values batchNormInference(NodeContext &ctx);
+Values maxPool2d(NodeContext &ctx);
+Values avgPool2d(NodeContext &ctx);
+Values adaptiveAvgPool2d(NodeContext &ctx);
+
+// AtenShapes.cpp
+Values permute(NodeContext &ctx);
+Values transpose(NodeContext &ctx);
+Values t(NodeContext &ctx);
+Values reshape(NodeContext &ctx);
+Values expand(NodeContext &ctx);
+Values identity(NodeContext &ctx);
+Values slice(NodeContext &ctx);
+Values select(NodeContext &ctx);
+Values splitWithSizes(NodeContext &ctx);
+Values split(NodeContext &ctx);
+Values cat(NodeContext &ctx);
+Values constantPad(NodeContext &ctx);
+Values embedding(NodeContext &ctx);
+Values indexSelect(NodeContext &ctx);
+Values arange(NodeContext &ctx);
+Values full(NodeContext &ctx);
+Values fullLike(NodeContext &ctx);
+Values scalarTensor(NodeContext &ctx);
+
+} // namespace neuron::compiler::aten

@@ -1,0 +1,101 @@
+// Importers of ATen linear algebra: mm, bmm, addmm, convolution, cumsum (as a matmul).
+#include "compiler/Import/AtenImporters.h"
+
+using namespace mlir;
+using neuron::ntorch::BinaryFn;
+namespace nt = neuron::ntorch;
+
+namespace neuron::compiler::aten {
+
+static RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+Values mm(NodeContext &ctx) {
+  return {ctx.b.create<nt::MatmulOp>(ctx.loc, ctx.resultType(), ctx.tensor(0), ctx.tensor(1),
+                                     false, false)};
+}
+
+Values bmm(NodeContext &ctx) { return mm(ctx); }
+
+/// addmm(bias, a, b, beta, alpha) = beta * bias + alpha * (a @ b).
+Values addmm(NodeContext &ctx) {
+  Value product = ctx.b.create<nt::MatmulOp>(ctx.loc, ctx.resultType(), ctx.tensor(1),
+                                             ctx.tensor(2), false, false);
+  Value bias = ctx.tensor(0);
+  double alpha = ctx.number(4, "alpha", 1.0), beta = ctx.number(3, "beta", 1.0);
+  if (alpha != 1.0)
+    product = ctx.binaryScalar(BinaryFn::mul, product, alpha);
+  if (beta != 1.0)
+    bias = ctx.binaryScalar(BinaryFn::mul, bias, beta);
+  return {ctx.b.create<nt::BinaryOp>(ctx.loc, ctx.resultType(), BinaryFn::add, bias, product)};
+}
+
+/// convolution(x, w, bias, stride, padding, dilation, transposed, output_padding, groups):
+/// 2-D, not transposed; the bias is a broadcast add over [C, 1, 1].
+Values convolution(NodeContext &ctx) {
+  Value x = ctx.tensor(0), w = ctx.tensor(1);
+  if (typeOf(x).getRank() != 4)
+    throw ImportError("only 2-D convolutions (NCHW input) are supported, got rank " +
+                      std::to_string(typeOf(x).getRank()));
+  if (ctx.integer(6, "transposed", 0))
+    throw ImportError("transposed convolutions are not supported");
+  auto pair = [&](size_t i, const char *name) {
+    SmallVector<int64_t> v = ctx.intList(i, name);
+    if (v.size() == 1)
+      v.push_back(v[0]);
+    return v;
+  };
+  RankedTensorType resultType = ctx.resultType();
+  Value y = ctx.b.create<nt::Conv2dOp>(ctx.loc, resultType, x, w, pair(3, "stride"),
+                                       pair(4, "padding"), pair(5, "dilation"),
+                                       ctx.integer(8, "groups", 1));
+  if (ctx.hasArg(2, "bias") && ctx.isTensorArg(2)) {
+    Value bias = ctx.reshape(ctx.tensor(2), {resultType.getDimSize(1), 1, 1});
+    y = ctx.binary(BinaryFn::add, y, bias);
+  }
+  return {y};
+}
+
+/// cumsum along a dim = a matmul with an upper-triangular matrix of ones, on
+/// the Tensor engine: [rows, L] @ U[L, L].
+Values cumsum(NodeContext &ctx) {
+  Value x = ctx.tensor(0);
+  RankedTensorType resultType = ctx.resultType();
+  x = ctx.castTo(x, resultType.getElementType());
+  auto t = typeOf(x);
+  int64_t rank = std::max<int64_t>(t.getRank(), 1);
+  int64_t d = ctx.dim(ctx.integer(1, "dim", 0), rank);
+  if (t.getRank() == 0)
+    return {x};
+  if (!isa<FloatType>(t.getElementType()))
+    throw ImportError("cumsum of integer tensors is not supported");
+  SmallVector<int64_t> perm;
+  for (int64_t i = 0; i < rank; ++i)
+    if (i != d)
+      perm.push_back(i);
+  perm.push_back(d);
+  bool moved = d != rank - 1;
+  Value moved_x = moved ? ctx.permute(x, perm) : x;
+  auto mt = typeOf(moved_x);
+  int64_t length = t.getDimSize(d), rows = mt.getNumElements() / std::max<int64_t>(length, 1);
+  Value flat = ctx.reshape(moved_x, {rows, length});
+  auto uType = RankedTensorType::get({length, length}, t.getElementType());
+  SmallVector<APFloat> ones;
+  auto &sem = cast<FloatType>(t.getElementType()).getFloatSemantics();
+  for (int64_t i = 0; i < length; ++i)
+    for (int64_t j = 0; j < length; ++j)
+      ones.push_back(APFloat(sem, i <= j ? 1 : 0));
+  Value upper = ctx.b.create<nt::ConstantOp>(
+      ctx.loc, uType, cast<ElementsAttr>(DenseElementsAttr::get(uType, ones)));
+  Value prod = ctx.b.create<nt::MatmulOp>(
+      ctx.loc, RankedTensorType::get({rows, length}, t.getElementType()), flat, upper, false, false);
+  Value y = ctx.reshape(prod, mt.getShape());
+  if (moved) {
+    SmallVector<int64_t> inverse(rank);
+    for (int64_t i = 0; i < rank; ++i)
+      inverse[perm[i]] = i;
+    y = ctx.permute(y, inverse);
+  }
+  return {y};
+}
+
+} // namespace neuron::compiler::aten

@@ -1,0 +1,199 @@
+// Importers of ATen reductions and normalizations: sum, mean, var, softmax, layer and
+// batch norm, pooling. Softmax and the norms expand into reduce / elementwise ntorch ops.
+#include "compiler/Import/AtenImporters.h"
+
+using namespace mlir;
+using neuron::ntorch::BinaryFn;
+using neuron::ntorch::ReduceFn;
+using neuron::ntorch::UnaryFn;
+namespace nt = neuron::ntorch;
+
+namespace neuron::compiler::aten {
+
+static RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+/// The dims argument at `i` (missing, null or [] = every dim).
+static SmallVector<int64_t> reduceDims(NodeContext &ctx, Value x, size_t i, const char *name) {
+  const nlohmann::json *a = ctx.arg(i, name);
+  SmallVector<int64_t> dims;
+  if (a && !a->is_null())
+    dims = ctx.intList(i, name);
+  if (dims.empty())
+    dims = llvm::to_vector(llvm::seq<int64_t>(0, typeOf(x).getRank()));
+  for (int64_t &d : dims)
+    d = ctx.dim(d, typeOf(x).getRank());
+  return dims;
+}
+
+static int64_t numReduced(Value x, ArrayRef<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    n *= typeOf(x).getDimSize(d);
+  return n;
+}
+
+/// Float inputs reduce in their own type; others (bool, int) in the result type.
+static Value input(NodeContext &ctx) {
+  return ctx.castTo(ctx.tensor(0), ctx.resultType().getElementType());
+}
+
+/// Normalizations compute in fp32 like PyTorch's CPU kernels do for bf16/fp16.
+static Value toF32(NodeContext &ctx, Value x) {
+  Type et = typeOf(x).getElementType();
+  return (et.isBF16() || et.isF16()) ? ctx.castTo(x, ctx.b.getF32Type()) : x;
+}
+
+template <ReduceFn Fn> static Values reduceOp(NodeContext &ctx) {
+  Value x = input(ctx);
+  return {ctx.reduce(Fn, x, reduceDims(ctx, x, 1, "dim"), ctx.integer(2, "keepdim", 0))};
+}
+
+Values sum(NodeContext &ctx) { return reduceOp<ReduceFn::sum>(ctx); }
+Values amax(NodeContext &ctx) { return reduceOp<ReduceFn::max>(ctx); }
+Values amin(NodeContext &ctx) { return reduceOp<ReduceFn::min>(ctx); }
+Values any(NodeContext &ctx) {
+  Value x = ctx.tensor(0);
+  if (!typeOf(x).getElementType().isInteger(1))
+    x = ctx.binaryScalar(BinaryFn::ne, x, 0.0);
+  return {ctx.reduce(ReduceFn::max, x, reduceDims(ctx, x, 1, "dim"), ctx.integer(2, "keepdim", 0))};
+}
+
+Values mean(NodeContext &ctx) {
+  Value x = input(ctx);
+  SmallVector<int64_t> dims = reduceDims(ctx, x, 1, "dim");
+  Value s = ctx.reduce(ReduceFn::sum, x, dims, ctx.integer(2, "keepdim", 0));
+  return {ctx.binaryScalar(BinaryFn::mul, s, 1.0 / numReduced(x, dims))};
+}
+
+/// var(x, dims, correction, keepdim) = sum((x - mean)^2) / (n - correction).
+Values var(NodeContext &ctx) {
+  Value x = input(ctx);
+  SmallVector<int64_t> dims = reduceDims(ctx, x, 1, "dim");
+  int64_t n = numReduced(x, dims);
+  double correction = ctx.number(2, "correction", 1.0);
+  Value m = ctx.binaryScalar(BinaryFn::mul, ctx.reduce(ReduceFn::sum, x, dims, true), 1.0 / n);
+  Value d = ctx.binary(BinaryFn::sub, x, m);
+  Value s = ctx.reduce(ReduceFn::sum, ctx.binary(BinaryFn::mul, d, d), dims,
+                       ctx.integer(3, "keepdim", 0));
+  return {ctx.binaryScalar(BinaryFn::mul, s, 1.0 / std::max(n - correction, 0.0))};
+}
+
+/// softmax(x) = exp(x - max) / sum(exp(x - max)) along one dim.
+Values softmax(NodeContext &ctx) {
+  Value x = toF32(ctx, ctx.tensor(0));
+  int64_t d = ctx.dim(ctx.integer(1, "dim", -1), typeOf(x).getRank());
+  Value m = ctx.reduce(ReduceFn::max, x, {d}, true);
+  Value e = ctx.unary(UnaryFn::exp, ctx.binary(BinaryFn::sub, x, m));
+  Value s = ctx.reduce(ReduceFn::sum, e, {d}, true);
+  Value y = ctx.binary(BinaryFn::mul, e, ctx.unary(UnaryFn::reciprocal, s));
+  return {ctx.castTo(y, ctx.resultType().getElementType())};
+}
+
+/// log_softmax(x) = x - max - log(sum(exp(x - max))).
+Values logSoftmax(NodeContext &ctx) {
+  Value x = toF32(ctx, ctx.tensor(0));
+  int64_t d = ctx.dim(ctx.integer(1, "dim", -1), typeOf(x).getRank());
+  Value m = ctx.reduce(ReduceFn::max, x, {d}, true);
+  Value shifted = ctx.binary(BinaryFn::sub, x, m);
+  Value s = ctx.reduce(ReduceFn::sum, ctx.unary(UnaryFn::exp, shifted), {d}, true);
+  Value y = ctx.binary(BinaryFn::sub, shifted, ctx.unary(UnaryFn::log, s));
+  return {ctx.castTo(y, ctx.resultType().getElementType())};
+}
+
+/// native_layer_norm(x, shape, w, b, eps) -> (y, mean, rstd).
+Values layerNorm(NodeContext &ctx) {
+  Value x = toF32(ctx, ctx.tensor(0));
+  int64_t rank = typeOf(x).getRank();
+  int64_t normalized = ctx.intList(1, "normalized_shape").size();
+  SmallVector<int64_t> dims = llvm::to_vector(llvm::seq<int64_t>(rank - normalized, rank));
+  int64_t n = numReduced(x, dims);
+  double eps = ctx.number(4, "eps", 1e-5);
+  Value mu = ctx.binaryScalar(BinaryFn::mul, ctx.reduce(ReduceFn::sum, x, dims, true), 1.0 / n);
+  Value xc = ctx.binary(BinaryFn::sub, x, mu);
+  Value var = ctx.binaryScalar(BinaryFn::mul,
+                               ctx.reduce(ReduceFn::sum, ctx.binary(BinaryFn::mul, xc, xc), dims, true),
+                               1.0 / n);
+  Value rstd = ctx.unary(UnaryFn::rsqrt, ctx.binaryScalar(BinaryFn::add, var, eps));
+  Value y = ctx.binary(BinaryFn::mul, xc, rstd);
+  if (ctx.isTensorArg(2))
+    y = ctx.binary(BinaryFn::mul, y, ctx.tensor(2));
+  if (ctx.isTensorArg(3))
+    y = ctx.binary(BinaryFn::add, y, ctx.tensor(3));
+  Type mt = ctx.resultType(1).getElementType();
+  return {ctx.castTo(y, ctx.resultType(0).getElementType()),
+          ctx.castTo(ctx.reshape(mu, ctx.resultType(1).getShape()), mt),
+          ctx.castTo(ctx.reshape(rstd, ctx.resultType(2).getShape()), mt)};
+}
+
+/// _native_batch_norm_legit_no_training(x, w, b, mean, var, momentum, eps):
+/// y = (x - mean[c]) * (rsqrt(var[c] + eps) * w[c]) + b[c].
+Values batchNormInference(NodeContext &ctx) {
+  Value x = toF32(ctx, ctx.tensor(0));
+  int64_t rank = typeOf(x).getRank(), channels = typeOf(x).getDimSize(1);
+  SmallVector<int64_t> shape(rank - 1, 1);
+  shape[0] = channels;
+  auto perChannel = [&](size_t i) { return toF32(ctx, ctx.reshape(ctx.tensor(i), shape)); };
+  double eps = ctx.number(6, "eps", 1e-5);
+  Value scale = ctx.unary(UnaryFn::rsqrt, ctx.binaryScalar(BinaryFn::add, perChannel(4), eps));
+  if (ctx.isTensorArg(1))
+    scale = ctx.binary(BinaryFn::mul, scale, perChannel(1));
+  Value y = ctx.binary(BinaryFn::mul, ctx.binary(BinaryFn::sub, x, perChannel(3)), scale);
+  if (ctx.isTensorArg(2))
+    y = ctx.binary(BinaryFn::add, y, perChannel(2));
+  return {ctx.castTo(y, ctx.resultType(0).getElementType()), Value(), Value()};
+}
+
+static SmallVector<int64_t> pair(NodeContext &ctx, size_t i, const char *name,
+                                 SmallVector<int64_t> fallback) {
+  const nlohmann::json *a = ctx.arg(i, name);
+  SmallVector<int64_t> v = (a && !a->is_null()) ? ctx.intList(i, name) : fallback;
+  if (v.empty())
+    v = fallback;
+  if (v.size() == 1)
+    v.push_back(v[0]);
+  return v;
+}
+
+/// max_pool2d_with_indices(x, kernel, stride, padding, dilation, ceil_mode) -> (y, indices).
+Values maxPool2d(NodeContext &ctx) {
+  SmallVector<int64_t> kernel = pair(ctx, 1, "kernel_size", {});
+  if (ctx.integer(5, "ceil_mode", 0))
+    throw ImportError("max_pool2d with ceil_mode=True is not supported");
+  if (pair(ctx, 4, "dilation", {1, 1}) != SmallVector<int64_t>{1, 1})
+    throw ImportError("max_pool2d with dilation is not supported");
+  Value y = ctx.b.create<nt::Pool2dOp>(ctx.loc, ctx.resultType(0), nt::PoolFn::max, ctx.tensor(0),
+                                       kernel, pair(ctx, 2, "stride", kernel),
+                                       pair(ctx, 3, "padding", {0, 0}), false);
+  return {y, Value()};
+}
+
+/// avg_pool2d(x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override).
+Values avgPool2d(NodeContext &ctx) {
+  SmallVector<int64_t> kernel = pair(ctx, 1, "kernel_size", {});
+  if (ctx.integer(4, "ceil_mode", 0))
+    throw ImportError("avg_pool2d with ceil_mode=True is not supported");
+  const nlohmann::json *divisor = ctx.arg(6, "divisor_override");
+  if (divisor && !divisor->is_null())
+    throw ImportError("avg_pool2d with divisor_override is not supported");
+  bool includePad = ctx.integer(5, "count_include_pad", 1);
+  return {ctx.b.create<nt::Pool2dOp>(ctx.loc, ctx.resultType(), nt::PoolFn::avg, ctx.tensor(0),
+                                     kernel, pair(ctx, 2, "stride", kernel),
+                                     pair(ctx, 3, "padding", {0, 0}), !includePad)};
+}
+
+/// _adaptive_avg_pool2d(x, output_size) when the output size divides the input.
+Values adaptiveAvgPool2d(NodeContext &ctx) {
+  Value x = ctx.tensor(0);
+  auto t = typeOf(x);
+  SmallVector<int64_t> out = pair(ctx, 1, "output_size", {});
+  int64_t h = t.getDimSize(t.getRank() - 2), w = t.getDimSize(t.getRank() - 1);
+  if (t.getRank() != 4 || out[0] <= 0 || out[1] <= 0 || h % out[0] || w % out[1])
+    throw ImportError("adaptive_avg_pool2d is supported when the output size divides the input "
+                      "size (NCHW), got input " + std::to_string(h) + "x" + std::to_string(w) +
+                      " and output " + std::to_string(out[0]) + "x" + std::to_string(out[1]));
+  SmallVector<int64_t> kernel = {h / out[0], w / out[1]};
+  return {ctx.b.create<nt::Pool2dOp>(ctx.loc, ctx.resultType(), nt::PoolFn::avg, x, kernel, kernel,
+                                     SmallVector<int64_t>{0, 0}, false)};
+}
+
+} // namespace neuron::compiler::aten

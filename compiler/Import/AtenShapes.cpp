@@ -1,0 +1,201 @@
+// Importers of ATen views, data movement, gathers and tensor factories.
+#include "compiler/Import/AtenImporters.h"
+
+#include <limits>
+
+using namespace mlir;
+namespace nt = neuron::ntorch;
+
+namespace neuron::compiler::aten {
+
+static RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+Values permute(NodeContext &ctx) {
+  Value in = ctx.tensor(0);
+  int64_t rank = typeOf(in).getRank();
+  SmallVector<int64_t> dims;
+  for (int64_t d : ctx.intList(1, "dims"))
+    dims.push_back(ctx.dim(d, rank));
+  return {ctx.permute(in, dims)};
+}
+
+Values transpose(NodeContext &ctx) {
+  Value in = ctx.tensor(0);
+  int64_t rank = typeOf(in).getRank();
+  if (rank < 2)
+    return {in};
+  SmallVector<int64_t> dims = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  std::swap(dims[ctx.dim(ctx.integer(1, "dim0", 0), rank)],
+            dims[ctx.dim(ctx.integer(2, "dim1", 1), rank)]);
+  return {ctx.permute(in, dims)};
+}
+
+Values t(NodeContext &ctx) {
+  Value in = ctx.tensor(0);
+  return {typeOf(in).getRank() < 2 ? in : ctx.permute(in, {1, 0})};
+}
+
+/// view, reshape, squeeze, unsqueeze, flatten: the result type says it all.
+Values reshape(NodeContext &ctx) { return {ctx.reshape(ctx.tensor(0), ctx.resultType().getShape())}; }
+
+Values expand(NodeContext &ctx) {
+  Value in = ctx.tensor(0);
+  if (in.getType() == ctx.resultType())
+    return {in};
+  return {ctx.b.create<nt::BroadcastOp>(ctx.loc, ctx.resultType(), in)};
+}
+
+/// clone, alias, detach: values are immutable here.
+Values identity(NodeContext &ctx) { return {ctx.tensor(0)}; }
+
+/// A window of `x` along `dim` starting at `start` with `step`, of the result's size.
+static Value window(NodeContext &ctx, Value x, int64_t dim, int64_t start, int64_t step,
+                    int64_t size) {
+  auto t = typeOf(x);
+  SmallVector<int64_t> offsets(t.getRank(), 0), strides(t.getRank(), 1);
+  SmallVector<int64_t> shape(t.getShape());
+  offsets[dim] = start;
+  strides[dim] = step;
+  shape[dim] = size;
+  return ctx.b.create<nt::SliceOp>(ctx.loc, RankedTensorType::get(shape, t.getElementType()), x,
+                                   offsets, strides);
+}
+
+/// slice.Tensor(x, dim, start, end, step) with Python's clamping of start and end.
+Values slice(NodeContext &ctx) {
+  Value x = ctx.tensor(0);
+  auto t = typeOf(x);
+  int64_t dim = ctx.dim(ctx.integer(1, "dim", 0), t.getRank()), n = t.getDimSize(dim);
+  int64_t start = ctx.integer(2, "start", 0), step = ctx.integer(4, "step", 1);
+  if (step < 1)
+    throw ImportError("slice step must be positive, got " + std::to_string(step));
+  if (start < 0)
+    start += n;
+  start = std::clamp<int64_t>(start, 0, n);
+  int64_t size = ctx.resultType().getDimSize(dim);
+  if (size == 0)
+    start = 0;
+  return {window(ctx, x, dim, start, step, size)};
+}
+
+/// select.int(x, dim, index): a window of one, without the dim.
+Values select(NodeContext &ctx) {
+  Value x = ctx.tensor(0);
+  auto t = typeOf(x);
+  int64_t dim = ctx.dim(ctx.integer(1, "dim", 0), t.getRank());
+  int64_t index = ctx.integer(2, "index", 0);
+  if (index < 0)
+    index += t.getDimSize(dim);
+  return {ctx.reshape(window(ctx, x, dim, index, 1, 1), ctx.resultType().getShape())};
+}
+
+static Values splitInto(NodeContext &ctx, Value x, int64_t dim) {
+  Values parts;
+  int64_t start = 0;
+  for (size_t i = 0; i < ctx.numResults(); ++i) {
+    int64_t size = ctx.resultType(i).getDimSize(dim);
+    parts.push_back(window(ctx, x, dim, start, 1, size));
+    start += size;
+  }
+  return parts;
+}
+
+Values splitWithSizes(NodeContext &ctx) {
+  Value x = ctx.tensor(0);
+  return splitInto(ctx, x, ctx.dim(ctx.integer(2, "dim", 0), typeOf(x).getRank()));
+}
+
+Values split(NodeContext &ctx) { return splitWithSizes(ctx); }
+
+Values cat(NodeContext &ctx) {
+  RankedTensorType rt = ctx.resultType();
+  SmallVector<Value> inputs;
+  for (Value v : ctx.tensorList(0, "tensors"))
+    if (typeOf(v).getNumElements() > 0) // torch.cat skips empty tensors
+      inputs.push_back(ctx.castTo(v, rt.getElementType()));
+  int64_t dim = ctx.dim(ctx.integer(1, "dim", 0), rt.getRank());
+  if (inputs.size() == 1)
+    return {inputs[0]};
+  return {ctx.b.create<nt::ConcatOp>(ctx.loc, rt, inputs, dim)};
+}
+
+/// constant_pad_nd(x, pad, value): pad lists (before, after) from the last dim back.
+Values constantPad(NodeContext &ctx) {
+  Value x = ctx.tensor(0);
+  int64_t rank = typeOf(x).getRank();
+  SmallVector<int64_t> pad = ctx.intList(1, "pad"), low(rank, 0), high(rank, 0);
+  for (size_t i = 0; i + 1 < pad.size(); i += 2) {
+    int64_t d = rank - 1 - i / 2;
+    if (pad[i] < 0 || pad[i + 1] < 0)
+      throw ImportError("negative padding (cropping) is not supported");
+    low[d] = pad[i];
+    high[d] = pad[i + 1];
+  }
+  return {ctx.b.create<nt::PadOp>(ctx.loc, ctx.resultType(), x, low, high,
+                                  llvm::APFloat(ctx.number(2, "value", 0.0)))};
+}
+
+Values embedding(NodeContext &ctx) {
+  return {ctx.b.create<nt::GatherRowsOp>(ctx.loc, ctx.resultType(), ctx.tensor(0), ctx.tensor(1))};
+}
+
+/// index_select(x, dim, index): gather rows of x viewed as [size(dim), rest].
+Values indexSelect(NodeContext &ctx) {
+  Value x = ctx.tensor(0), index = ctx.tensor(2);
+  auto t = typeOf(x);
+  int64_t rank = t.getRank(), dim = ctx.dim(ctx.integer(1, "dim", 0), rank);
+  SmallVector<int64_t> perm = {dim};
+  for (int64_t i = 0; i < rank; ++i)
+    if (i != dim)
+      perm.push_back(i);
+  Value moved = dim == 0 ? x : ctx.permute(x, perm);
+  auto mt = typeOf(moved);
+  int64_t rows = std::max<int64_t>(t.getDimSize(dim), 1);
+  Value table = ctx.reshape(moved, {t.getDimSize(dim), mt.getNumElements() / rows});
+  int64_t n = typeOf(index).getNumElements();
+  Value flatIndex = ctx.reshape(index, {n});
+  Value rowsOut = ctx.b.create<nt::GatherRowsOp>(
+      ctx.loc, RankedTensorType::get({n, mt.getNumElements() / rows}, t.getElementType()), table,
+      flatIndex);
+  SmallVector<int64_t> shape(mt.getShape());
+  shape[0] = n;
+  Value y = ctx.reshape(rowsOut, shape);
+  if (dim == 0)
+    return {y};
+  SmallVector<int64_t> inverse(rank);
+  for (int64_t i = 0; i < rank; ++i)
+    inverse[perm[i]] = i;
+  return {ctx.permute(y, inverse)};
+}
+
+/// arange(start, end, step) folds to a constant: shapes are static.
+Values arange(NodeContext &ctx) {
+  RankedTensorType rt = ctx.resultType();
+  bool onlyEnd = !ctx.hasArg(1) || !ctx.arg(1)->is_number();
+  double start = onlyEnd ? 0.0 : ctx.number(0, "start", 0.0);
+  double step = onlyEnd ? 1.0 : ctx.number(2, "step", 1.0);
+  Type et = rt.getElementType();
+  Attribute attr;
+  if (auto ft = dyn_cast<FloatType>(et)) {
+    SmallVector<APFloat> values;
+    for (int64_t i = 0; i < rt.getNumElements(); ++i) {
+      APFloat f(start + i * step);
+      bool lost;
+      f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+      values.push_back(f);
+    }
+    attr = DenseElementsAttr::get(rt, values);
+  } else {
+    SmallVector<APInt> values;
+    for (int64_t i = 0; i < rt.getNumElements(); ++i)
+      values.push_back(APInt(et.getIntOrFloatBitWidth(), (int64_t)(start + i * step), true));
+    attr = DenseElementsAttr::get(rt, values);
+  }
+  return {ctx.b.create<nt::ConstantOp>(ctx.loc, rt, cast<ElementsAttr>(attr))};
+}
+
+Values full(NodeContext &ctx) { return {ctx.splat(ctx.resultType(), ctx.number(1, "fill_value", 0))}; }
+Values fullLike(NodeContext &ctx) { return full(ctx); }
+Values scalarTensor(NodeContext &ctx) { return {ctx.splat(ctx.resultType(), ctx.number(0, "s", 0))}; }
+
+} // namespace neuron::compiler::aten

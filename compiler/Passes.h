@@ -3,6 +3,7 @@
 
 #include "dialects/NIsa/IR/NIsaDialect.h"
 #include "dialects/NTile/IR/NTileDialect.h"
+#include "dialects/NTorch/IR/NTorchDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/BuiltinOps.h"

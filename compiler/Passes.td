@@ -33,6 +33,21 @@ def ConvertNTorchToNTile : Pass<"convert-ntorch-to-ntile", "mlir::ModuleOp"> {
 }
 
 //===----------------------------------------------------------------------===//
+// ntorch transforms
+//===----------------------------------------------------------------------===//
+
+def NeuronFuseElementwise : Pass<"neuron-fuse-elementwise", "mlir::func::FuncOp"> {
+  let summary = "Group elementwise ops and row reductions into ntorch.fusion regions";
+  let description = [{
+    Chains of elementwise ops over one iteration shape, with reductions along the
+    last dimension when a row fits in one tile (softmax, layer norm), become one
+    ntorch.fusion: the lowering computes them tile by tile in SBUF, so their
+    intermediate values never travel to HBM and back.
+  }];
+  let dependentDialects = ["::neuron::ntorch::NTorchDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // nisa transforms
 //===----------------------------------------------------------------------===//
 

@@ -12,6 +12,7 @@ namespace neuron::compiler {
 static void buildNTorchStage(OpPassManager &pm, const PipelineOptions &) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  pm.addNestedPass<func::FuncOp>(createNeuronFuseElementwise());
 }
 
 static void buildNTileStage(OpPassManager &pm, const PipelineOptions &options) {

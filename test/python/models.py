@@ -22,6 +22,6 @@ class MLP(torch.nn.Module):
 
 def relative_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
     """max |actual - expected| / max |expected|, computed in float64."""
-    actual, expected = actual.double(), expected.double()
+    actual, expected = actual.detach().double(), expected.detach().double()
     scale = expected.abs().max().clamp_min(1e-30)
     return float((actual - expected).abs().max() / scale)

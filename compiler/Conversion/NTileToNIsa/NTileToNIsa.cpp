@@ -37,6 +37,7 @@ private:
 
   nisa::AccessPatternAttr physical(Value buffer, ntile::AccessPatternAttr ap);
   nisa::AccessPatternAttr wholeTile(Value tile);
+  nisa::AccessPatternAttr operandTile(Value tile, Value target);
   IntegerAttr queue(int q) { return b.getI32IntegerAttr(q); }
   UnitAttr unit(bool set) { return set ? b.getUnitAttr() : nullptr; }
   /// DMA queues are used round-robin.
@@ -81,6 +82,17 @@ nisa::AccessPatternAttr FuncLowering::physical(Value buffer, ntile::AccessPatter
   dims[0] = ap.getSize(0) > 1 ? ap.getStride(0) / free : 1;
   return nisa::AccessPatternAttr::get(b.getContext(), space, ap.getOffset() / free,
                                       tileAddress.lookup(buffer), dims, t.getElementType());
+}
+
+nisa::AccessPatternAttr FuncLowering::operandTile(Value tile, Value target) {
+  MemRefType t = memrefType(tile);
+  int64_t free = memrefType(target).getDimSize(1);
+  if (t.getDimSize(1) != 1 || free == 1)
+    return wholeTile(tile);
+  // A [P, 1] operand is read with a free stride of 0: broadcast along the row.
+  return nisa::AccessPatternAttr::get(b.getContext(), *ntile::getMemSpace(t), 0,
+                                      tileAddress.lookup(tile), {1, t.getDimSize(0), 0, free},
+                                      t.getElementType());
 }
 
 nisa::AccessPatternAttr FuncLowering::wholeTile(Value tile) {
@@ -145,8 +157,8 @@ LogicalResult FuncLowering::lower(Operation *op, int64_t index) {
       })
       .Case([&](ntile::TensorTensorOp t) {
         b.create<nisa::TensorTensorOp>(loc, queue(nisa::kQueueVector), wholeTile(t.getTarget()),
-                                       t.getOpAttr(),
-                                       wholeTile(t.getLhs()), wholeTile(t.getRhs()), nullptr);
+                                       t.getOpAttr(), operandTile(t.getLhs(), t.getTarget()),
+                                       operandTile(t.getRhs(), t.getTarget()), nullptr);
         return success();
       })
       .Case([&](ntile::TensorScalarOp t) {
@@ -168,8 +180,9 @@ LogicalResult FuncLowering::lower(Operation *op, int64_t index) {
       })
       .Case([&](ntile::SelectOp s) {
         b.create<nisa::SelectOp>(loc, queue(nisa::kQueueVector), wholeTile(s.getTarget()),
-                                 wholeTile(s.getCondition()), wholeTile(s.getOnTrue()),
-                                 wholeTile(s.getOnFalse()), nullptr);
+                                 operandTile(s.getCondition(), s.getTarget()),
+                                 operandTile(s.getOnTrue(), s.getTarget()),
+                                 operandTile(s.getOnFalse(), s.getTarget()), nullptr);
         return success();
       })
       .Case([&](ntile::GatherOp g) {

@@ -32,6 +32,8 @@ LogicalResult lowerOp(TileEmitter &e, Operation *op) {
     return lowerReduction(e, op);
   if (isa<ntorch::Conv2dOp, ntorch::Pool2dOp>(op))
     return lowerWindow(e, op);
+  if (isa<ntorch::FusionOp>(op))
+    return lowerFusion(e, op);
   return op->emitOpError("has no lowering to ntile");
 }
 

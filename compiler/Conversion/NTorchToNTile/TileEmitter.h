@@ -91,5 +91,6 @@ mlir::LogicalResult lowerElementwise(TileEmitter &e, mlir::Operation *op);
 mlir::LogicalResult lowerDataMovement(TileEmitter &e, mlir::Operation *op);
 mlir::LogicalResult lowerReduction(TileEmitter &e, mlir::Operation *op);
 mlir::LogicalResult lowerWindow(TileEmitter &e, mlir::Operation *op);
+mlir::LogicalResult lowerFusion(TileEmitter &e, mlir::Operation *op);
 
 } // namespace neuron::compiler

@@ -32,6 +32,19 @@ static LogicalResult verifyTile(Operation *op, Value v, StringRef what) {
   return success();
 }
 
+/// Operands match the target tile, or are [P, 1] tiles broadcast along the free dimension.
+static LogicalResult verifyBroadcastOperands(Operation *op, ValueRange operands, Value target) {
+  ArrayRef<int64_t> t = bufferType(target).getShape();
+  for (Value v : operands) {
+    ArrayRef<int64_t> s = bufferType(v).getShape();
+    if (s != t && !(s[0] == t[0] && s[1] == 1))
+      return op->emitOpError("operand tile [")
+             << s[0] << ", " << s[1] << "] neither matches the target [" << t[0] << ", " << t[1]
+             << "] nor broadcasts to it as [" << t[0] << ", 1]";
+  }
+  return success();
+}
+
 static LogicalResult verifySameShape(Operation *op, ValueRange values) {
   for (Value v : values)
     if (bufferType(v).getShape() != bufferType(values.front()).getShape())
@@ -133,7 +146,7 @@ LogicalResult TensorTensorOp::verify() {
   for (auto [v, name] : {std::pair{getLhs(), "lhs"}, {getRhs(), "rhs"}, {getTarget(), "target"}})
     if (failed(verifyTile(*this, v, name)))
       return failure();
-  return verifySameShape(*this, {getLhs(), getRhs(), getTarget()});
+  return verifyBroadcastOperands(*this, {getLhs(), getRhs()}, getTarget());
 }
 
 LogicalResult TensorScalarOp::verify() {
@@ -165,7 +178,7 @@ LogicalResult SelectOp::verify() {
                          {getOnFalse(), "on_false"}, {getTarget(), "target"}})
     if (failed(verifyTile(*this, v, name)))
       return failure();
-  return verifySameShape(*this, {getCondition(), getOnTrue(), getOnFalse(), getTarget()});
+  return verifyBroadcastOperands(*this, {getCondition(), getOnTrue(), getOnFalse()}, getTarget());
 }
 
 LogicalResult GatherOp::verify() {

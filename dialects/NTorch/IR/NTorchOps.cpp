@@ -429,5 +429,25 @@ LogicalResult Pool2dOp::verify() {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// FusionOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult FusionOp::verify() {
+  Block &body = getBody().front();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError("body takes ") << body.getNumArguments() << " arguments for "
+                                      << getInputs().size() << " operands";
+  for (auto [arg, in] : llvm::zip(body.getArguments(), getInputs()))
+    if (arg.getType() != in.getType())
+      return emitOpError("argument types differ from the operand types");
+  auto yield = cast<YieldOp>(body.getTerminator());
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError("yields types that differ from the results");
+  if (getNumResults() == 0)
+    return emitOpError("has no results");
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "dialects/NTorch/IR/NTorchOps.cpp.inc"

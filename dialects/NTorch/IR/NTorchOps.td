@@ -6,6 +6,7 @@ include "dialects/NTorch/IR/NTorchDialect.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/IR/RegionKindInterface.td"
 
 def NTorch_Tensor : RankedTensorOf<[AnyFloat, AnySignlessInteger]>;
 
@@ -248,6 +249,39 @@ def NTorch_Pool2dOp : NTorch_Op<"pool2d", [Pure]> {
     $fn $input `kernel` $kernel `stride` $stride `padding` $padding attr-dict `:` type($input) `->` type($result)
   }];
   let hasVerifier = 1;
+}
+
+def NTorch_FusionOp : NTorch_Op<"fusion", [IsolatedFromAbove,
+    SingleBlockImplicitTerminator<"YieldOp">]> {
+  let summary = "elementwise ops (and row reductions) computed tile by tile in SBUF";
+  let description = [{
+    The body's block arguments are the operands; every op in it works on tensors
+    that broadcast to the iteration shape (the shape of the first result). The
+    lowering loads each tile of the operands once, computes the whole body on
+    tiles and stores only the results: intermediate values never reach HBM.
+    ```mlir
+    %r = ntorch.fusion %x, %b : tensor<3x300xf32>, tensor<300xf32> -> tensor<3x300xf32> {
+    ^bb0(%a: tensor<3x300xf32>, %c: tensor<300xf32>):
+      %0 = ntorch.binary add %a, %c : tensor<3x300xf32>, tensor<300xf32> -> tensor<3x300xf32>
+      %1 = ntorch.unary relu %0 : tensor<3x300xf32> -> tensor<3x300xf32>
+      ntorch.yield %1 : tensor<3x300xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<NTorch_Tensor>:$inputs);
+  let results = (outs Variadic<NTorch_Tensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $inputs attr-dict `:` type($inputs) `->` type($results) $body
+  }];
+  let hasVerifier = 1;
+}
+
+def NTorch_YieldOp : NTorch_Op<"yield", [Pure, Terminator, HasParent<"FusionOp">]> {
+  let summary = "the results of a fusion";
+  let arguments = (ins Variadic<NTorch_Tensor>:$values);
+  let assemblyFormat = "$values attr-dict `:` type($values)";
+  let builders = [OpBuilder<(ins), [{ /* no values */ }]>];
 }
 
 #endif // NTORCH_OPS_TD

@@ -1,0 +1,215 @@
+// Lowering of ntorch.fusion: each tile of the operands is loaded once, the body runs on
+// SBUF tiles (row values are [P, 1] tiles that broadcast along the free dimension), and
+// only the results are stored.
+#include "compiler/Conversion/NTorchToNTile/TileEmitter.h"
+#include "dialects/NTorch/IR/NTorchOps.h"
+
+#include "mlir/IR/Matchers.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using neuron::ntile::MemSpace;
+
+namespace neuron::compiler {
+
+static RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+static std::optional<double> splatValue(Value v) {
+  DenseElementsAttr attr;
+  if (!matchPattern(v, m_Constant(&attr)) || !attr.isSplat())
+    return std::nullopt;
+  Type et = attr.getElementType();
+  if (isa<FloatType>(et))
+    return attr.getSplatValue<APFloat>().convertToDouble();
+  if (et.isInteger(1))
+    return attr.getSplatValue<bool>() ? 1.0 : 0.0;
+  return (double)attr.getSplatValue<APInt>().getSExtValue();
+}
+
+namespace {
+/// Lowers one fusion; the members describe the tile being emitted.
+class FusionLowering {
+public:
+  FusionLowering(TileEmitter &e, ntorch::FusionOp op) : e(e), op(op), loc(op.getLoc()) {}
+  LogicalResult run();
+
+private:
+  Value tileFor(Value v);
+  Value newTile(int64_t free, Type elementType) {
+    return e.allocTile(loc, rows, free, elementType, MemSpace::sbuf);
+  }
+  static int64_t freeOf(Value tile) { return cast<MemRefType>(tile.getType()).getDimSize(1); }
+  bool isRow(Value v) {
+    auto t = tensorType(v);
+    return !shape.empty() && shape.back() != 1 && t.getRank() >= 1 && t.getShape().back() == 1 &&
+           (t.getRank() == (int64_t)shape.size());
+  }
+  LogicalResult emit(Operation &o);
+
+  TileEmitter &e;
+  ntorch::FusionOp op;
+  Location loc;
+  SmallVector<int64_t> shape, rowShape; // iteration shape and its [..., 1] form
+  int64_t row0 = 0, rows = 0, col0 = 0, cols = 0;
+  DenseMap<Value, Value> tiles;
+  DenseMap<Value, Value> constantBuffers;
+};
+} // namespace
+
+/// The tile of a body value. Block arguments load on first use; splat constants
+/// that must be tiles broadcast from a one-element buffer.
+Value FusionLowering::tileFor(Value v) {
+  if (Value t = tiles.lookup(v))
+    return t;
+  RankedTensorType vt = tensorType(v);
+  bool row = isRow(v);
+  ArrayRef<int64_t> view = row ? ArrayRef<int64_t>(rowShape) : ArrayRef<int64_t>(shape);
+  Value source;
+  SmallVector<int64_t> strides;
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    source = e.buffer(op.getInputs()[arg.getArgNumber()]);
+    strides = broadcastStrides(vt.getShape(), view);
+  } else {
+    source = constantBuffers.lookup(v);
+    if (!source) {
+      auto attr = cast<DenseElementsAttr>(v.getDefiningOp<ntorch::ConstantOp>().getValue());
+      auto one = RankedTensorType::get({1}, vt.getElementType());
+      source = e.b.create<ntile::ConstantOp>(
+          loc, ntile::getBufferType({1}, vt.getElementType(), MemSpace::hbm),
+          cast<ElementsAttr>(DenseElementsAttr::get(one, attr.getSplatValue<Attribute>())));
+      constantBuffers[v] = source;
+    }
+    strides.assign(view.size(), 0);
+  }
+  int64_t free = row ? 1 : cols;
+  Value tile = newTile(free, vt.getElementType());
+  e.loadRows(loc, source, 0, strides, view, row0, rows, row ? 0 : col0, free, tile);
+  tiles[v] = tile;
+  return tile;
+}
+
+static AluOp toAluOp(ntorch::BinaryFn fn) { return *symbolizeAluOp(ntorch::stringifyBinaryFn(fn)); }
+
+LogicalResult FusionLowering::emit(Operation &o) {
+  OpBuilder &b = e.b;
+  auto resultType = [&](Operation &x) { return tensorType(x.getResult(0)).getElementType(); };
+  return llvm::TypeSwitch<Operation *, LogicalResult>(&o)
+      .Case([&](ntorch::ConstantOp) { return success(); }) // materialized on use
+      .Case([&](ntorch::UnaryOp u) {
+        Value in = tileFor(u.getInput());
+        Value out = newTile(freeOf(in), resultType(o));
+        b.create<ntile::ActivationOp>(loc, *symbolizeActFunc(ntorch::stringifyUnaryFn(u.getFn())),
+                                      in, out, APFloat(1.0), APFloat(0.0));
+        tiles[u] = out;
+        return success();
+      })
+      .Case([&](ntorch::BinaryOp bo) {
+        AluOp alu = toAluOp(bo.getFn());
+        std::optional<double> l = splatValue(bo.getLhs()), r = splatValue(bo.getRhs());
+        if (l || r) {
+          Value t = tileFor(r ? bo.getLhs() : bo.getRhs());
+          Value out = newTile(freeOf(t), resultType(o));
+          b.create<ntile::TensorScalarOp>(loc, alu, t, APFloat(r ? *r : *l), out, /*reverse=*/!r);
+          tiles[bo] = out;
+          return success();
+        }
+        Value lt = tileFor(bo.getLhs()), rt = tileFor(bo.getRhs());
+        Value out = newTile(std::max(freeOf(lt), freeOf(rt)), resultType(o));
+        b.create<ntile::TensorTensorOp>(loc, alu, lt, rt, out);
+        tiles[bo] = out;
+        return success();
+      })
+      .Case([&](ntorch::CastOp c) {
+        Value in = tileFor(c.getInput());
+        Value out = newTile(freeOf(in), resultType(o));
+        b.create<ntile::CopyOp>(loc, in, out);
+        tiles[c] = out;
+        return success();
+      })
+      .Case([&](ntorch::SelectOp s) {
+        Value c = tileFor(s.getCondition()), t = tileFor(s.getLhs()), f = tileFor(s.getRhs());
+        Value out = newTile(std::max({freeOf(c), freeOf(t), freeOf(f)}), resultType(o));
+        b.create<ntile::SelectOp>(loc, c, t, f, out);
+        tiles[s] = out;
+        return success();
+      })
+      .Case([&](ntorch::ReduceOp r) {
+        Value in = tileFor(r.getInput());
+        Value out = newTile(1, resultType(o));
+        AluOp alu = r.getFn() == ntorch::ReduceFn::sum   ? AluOp::add
+                    : r.getFn() == ntorch::ReduceFn::max ? AluOp::max
+                                                         : AluOp::min;
+        b.create<ntile::ReduceOp>(loc, alu, in, out);
+        tiles[r] = out;
+        return success();
+      })
+      .Case([&](ntorch::ReshapeOp rs) {
+        tiles[rs] = tileFor(rs.getInput());
+        return success();
+      })
+      .Default([&](Operation *x) { return x->emitOpError("cannot be lowered inside a fusion"); });
+}
+
+LogicalResult FusionLowering::run() {
+  Block &body = op.getBody().front();
+  int64_t best = -1, widest = 1;
+  bool hasReduce = false;
+  auto consider = [&](Value v) {
+    auto t = tensorType(v);
+    widest = std::max(widest, ntile::getElementBytes(t.getElementType()));
+    if (t.getNumElements() > best) {
+      best = t.getNumElements();
+      shape.assign(t.getShape().begin(), t.getShape().end());
+    }
+  };
+  for (Value arg : body.getArguments())
+    consider(arg);
+  for (Operation &o : body.without_terminator()) {
+    hasReduce |= isa<ntorch::ReduceOp>(o);
+    for (Value r : o.getResults())
+      consider(r);
+  }
+  if (shape.empty())
+    shape.push_back(1);
+  rowShape = shape;
+  rowShape.back() = 1;
+  int64_t maxFree = hasReduce ? shape.back() : e.maxTileFree(widest);
+  if (hasReduce && shape.back() > e.maxTileFree(4) * 2)
+    return op.emitOpError("fuses a reduction over rows of ") << shape.back()
+                                                              << " elements, more than a tile";
+  SmallVector<Value> buffers;
+  for (Value r : op.getResults())
+    buffers.push_back(e.createResultBuffer(r, loc));
+  auto yield = cast<ntorch::YieldOp>(body.getTerminator());
+  LogicalResult status = success();
+  e.forEachTile(shape, maxFree, [&](int64_t r0, int64_t pr, int64_t c0, int64_t fc) {
+    if (failed(status))
+      return;
+    row0 = r0, rows = pr, col0 = c0, cols = fc;
+    tiles.clear();
+    for (Operation &o : body.without_terminator())
+      if (failed(emit(o))) {
+        status = failure();
+        return;
+      }
+    for (auto [v, buffer] : llvm::zip(yield.getValues(), buffers)) {
+      Value tile = tileFor(v);
+      if (freeOf(tile) == 1 && cols != 1) {
+        if (c0 == 0)
+          e.storeRows(loc, tile, buffer, rowShape, r0, pr, 0, 1);
+      } else {
+        e.storeRows(loc, tile, buffer, shape, r0, pr, c0, fc);
+      }
+    }
+  });
+  return status;
+}
+
+LogicalResult lowerFusion(TileEmitter &e, Operation *op) {
+  auto fusion = dyn_cast<ntorch::FusionOp>(op);
+  if (!fusion)
+    return failure();
+  return FusionLowering(e, fusion).run();
+}
+
+} // namespace neuron::compiler

@@ -1,0 +1,62 @@
+// RUN: neuron-opt %s -canonicalize -neuron-fuse-elementwise -split-input-file | FileCheck %s
+// RUN: neuron-opt %s -neuron-lower -split-input-file | FileCheck %s --check-prefix=NISA
+
+// Softmax becomes one fusion: the row max and sum stay in SBUF as [P, 1] tiles.
+// CHECK-LABEL: func @softmax
+// CHECK: %[[F:.*]] = ntorch.fusion %arg0 : tensor<4x100xf32> -> tensor<4x100xf32>
+// CHECK: ntorch.reduce max
+// CHECK: ntorch.unary exp
+// CHECK: ntorch.reduce sum
+// CHECK: ntorch.yield
+// CHECK: return %[[F]]
+// One load, one store; the max broadcasts along the row with a free stride of 0.
+// NISA-LABEL: func @softmax
+// NISA-COUNT-1: nisa.dma_copy {{.*}}<hbm[0]
+// NISA: nisa.tensor_reduce max
+// NISA: nisa.tensor_tensor sub on 1 {{.*}}, <sbuf[0] + {{[0-9]+}}, {{\[\[}}1, 4], [0, 100]], f32>
+// NISA: nisa.dma_copy {{.*}}<hbm[1]
+// NISA-NOT: nisa.dma_copy
+func.func @softmax(%x: tensor<4x100xf32>) -> tensor<4x100xf32> {
+  %m = ntorch.reduce max %x [1] {keepdim} : tensor<4x100xf32> -> tensor<4x1xf32>
+  %d = ntorch.binary sub %x, %m : tensor<4x100xf32>, tensor<4x1xf32> -> tensor<4x100xf32>
+  %e = ntorch.unary exp %d : tensor<4x100xf32> -> tensor<4x100xf32>
+  %s = ntorch.reduce sum %e [1] {keepdim} : tensor<4x100xf32> -> tensor<4x1xf32>
+  %r = ntorch.unary reciprocal %s : tensor<4x1xf32> -> tensor<4x1xf32>
+  %y = ntorch.binary mul %e, %r : tensor<4x100xf32>, tensor<4x1xf32> -> tensor<4x100xf32>
+  return %y : tensor<4x100xf32>
+}
+
+// -----
+
+// A value used outside the chain becomes a second result; the splat constant is
+// cloned into the body and becomes an immediate.
+// CHECK-LABEL: func @two_results
+// CHECK: %[[F:.*]]:2 = ntorch.fusion %arg0, %arg1 : tensor<8x16xf32>, tensor<16xf32> -> tensor<8x16xf32>, tensor<8x16xf32>
+// CHECK: ntorch.constant dense<2.000000e+00>
+// CHECK: return %[[F]]#1, %[[F]]#0
+// NISA-LABEL: func @two_results
+// NISA: nisa.tensor_scalar mul on 1 {{.*}}, 2.000000e+00
+func.func @two_results(%x: tensor<8x16xf32>, %b: tensor<16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>) {
+  %c = ntorch.constant dense<2.0> : tensor<f32>
+  %0 = ntorch.binary add %x, %b : tensor<8x16xf32>, tensor<16xf32> -> tensor<8x16xf32>
+  %1 = ntorch.binary mul %0, %c : tensor<8x16xf32>, tensor<f32> -> tensor<8x16xf32>
+  %2 = ntorch.unary tanh %1 : tensor<8x16xf32> -> tensor<8x16xf32>
+  return %2, %0 : tensor<8x16xf32>, tensor<8x16xf32>
+}
+
+// -----
+
+// Ops over different iteration shapes stay apart: exp over [8, 16] and the
+// reduction over [16, 8] remain single ops; the [16] ops fuse.
+// CHECK-LABEL: func @shapes_differ
+// CHECK-NEXT: %[[E:.*]] = ntorch.unary exp %arg0 : tensor<8x16xf32>
+// CHECK-NEXT: %[[P:.*]] = ntorch.permute %[[E]] [1, 0]
+// CHECK-NEXT: %[[R:.*]] = ntorch.reduce sum %[[P]] [1]
+// CHECK-NEXT: ntorch.fusion %arg1, %[[R]] : tensor<16xf32>, tensor<16xf32> -> tensor<16xf32>
+func.func @shapes_differ(%x: tensor<8x16xf32>, %y: tensor<16xf32>) -> tensor<16xf32> {
+  %0 = ntorch.unary exp %x : tensor<8x16xf32> -> tensor<8x16xf32>
+  %1 = ntorch.reduce sum %0 [0] : tensor<8x16xf32> -> tensor<16xf32>
+  %2 = ntorch.unary exp %y : tensor<16xf32> -> tensor<16xf32>
+  %3 = ntorch.binary add %1, %2 : tensor<16xf32>, tensor<16xf32> -> tensor<16xf32>
+  return %3 : tensor<16xf32>
+}

@@ -5,9 +5,10 @@ import lit.formats
 
 config.name = "NeuronSim"
 config.test_format = lit.formats.ShTest(execute_external=False)
-config.suffixes = [".mlir"]
-config.excludes = ["runtime", "python", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in"]
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["runtime", "python", "Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in"]
 config.substitutions.append(("neuron-opt", config.neuron_opt))
+config.substitutions.append(("neuron-import", config.neuron_import))
 config.environment["PATH"] = os.pathsep.join(
     [config.llvm_tools_dir, config.environment.get("PATH", "")]
 )

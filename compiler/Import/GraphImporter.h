@@ -18,7 +18,8 @@ inline constexpr int kGraphFormatVersion = 1;
 mlir::OwningOpRef<mlir::ModuleOp> importGraph(const std::string &json, mlir::MLIRContext &ctx,
                                               std::string &error);
 
-/// The ATen overloads the importer supports, sorted (for the coverage table).
-std::vector<std::string> supportedAtenOps();
+/// The ATen overloads the importer supports, sorted, each with how it runs (for the
+/// coverage table).
+std::vector<std::pair<std::string, std::string>> supportedAtenOps();
 
 } // namespace neuron::compiler

@@ -11,6 +11,7 @@ import torch
 from torch._decomp import core_aten_decompositions
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
+from torch.fx.experimental.proxy_tensor import make_fx
 
 import neuronsim
 from neuronsim.graph_export import GRAPH_FORMAT, GRAPH_VERSION, export_graph
@@ -136,3 +137,12 @@ def test_unsupported_dtype_is_named():
 
     with pytest.raises(neuronsim.NeuronCompileError, match="dtype torch.complex64 of graph input"):
         _export(double, torch.randn(3, 8, dtype=torch.complex64))
+
+
+def test_outputs_that_are_not_nodes_are_left_out():
+    def with_none(x):
+        return x * 2, None
+
+    gm = make_fx(with_none)(torch.randn(2, 3))
+    doc = json.loads(export_graph(gm).text)
+    assert doc["outputs"] == [{"node": doc["nodes"][0]["name"]}]

@@ -11,7 +11,7 @@ from torch.utils.dlpack import to_dlpack
 
 import neuronsim
 from neuronsim import _C
-from neuronsim.runner import CompiledGraph, OutputSpec
+from neuronsim.runner import CompiledGraph, LiteralOutput, OutputSpec
 
 
 def _sbuf(offset: int) -> dict:
@@ -149,3 +149,11 @@ def test_runner_wraps_simulation_errors():
     graph = CompiledGraph(_program(doc), "broken", [OutputSpec((4, 3), torch.float32)])
     with pytest.raises(neuronsim.NeuronRuntimeError, match="graph broken"):
         graph([torch.randn(4, 3)])
+
+
+def test_runner_puts_back_outputs_the_program_does_not_compute():
+    layout = [LiteralOutput(None), OutputSpec((4, 3), torch.float32), LiteralOutput(None)]
+    x = torch.randn(4, 3)
+    none_before, y, none_after = CompiledGraph(_program(), "double", layout)([x])
+    assert none_before is None and none_after is None
+    assert torch.equal(y, x * 2)

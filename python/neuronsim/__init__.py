@@ -1,0 +1,69 @@
+"""NeuronSim: the `neuron` torch.compile backend for a simulated AWS Trainium NeuronCore."""
+
+from __future__ import annotations
+
+import logging as _logging
+import os as _os
+
+try:
+    import torch as _torch  # noqa: F401
+except ImportError as _error:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "neuronsim needs PyTorch, which is not installed; install the CPU build it was made "
+        "for with `pip install torch==2.13.0` (an unpinned `pip install torch` may download a "
+        "multi-GB CUDA build)"
+    ) from _error
+
+from . import dtypes as _dtypes
+from . import stats as _stats
+from .backend import neuron_backend
+from .cache import CACHE as _CACHE
+from .cache import cache_stats
+from .errors import NeuronCompileError, NeuronRuntimeError
+from .options import OPTION_SPECS
+from .registration import register as _register
+from .stats import last_run_stats
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "OPTION_SPECS",
+    "NeuronCompileError",
+    "NeuronRuntimeError",
+    "cache_stats",
+    "compiler_version",
+    "last_run_stats",
+    "neuron_backend",
+    "reset",
+    "targets",
+]
+
+if _os.environ.get("NEURONSIM_LOG_LEVEL"):
+    _logging.getLogger("neuronsim").setLevel(_os.environ["NEURONSIM_LOG_LEVEL"].upper())
+
+
+def targets() -> list[str]:
+    """Names of the simulated targets (values of the `target` option)."""
+    from . import native
+
+    return native.targets()
+
+
+def compiler_version() -> str:
+    """Version of the native compiler (part of every compile-cache key)."""
+    from . import native
+
+    return native.compiler_version()
+
+
+def reset() -> None:
+    """Empties the compile cache and its counters, the last run's stats and one-time warnings.
+
+    Dynamo keeps its own compiled frames; call torch._dynamo.reset() to drop those too.
+    """
+    _CACHE.clear()
+    _stats.clear()
+    _dtypes.reset_float64_warning()
+
+
+_register(neuron_backend)

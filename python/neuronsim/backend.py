@@ -1,0 +1,51 @@
+"""The `neuron` torch.compile backend: Dynamo graph -> AOTAutograd (core ATen) -> simulator."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch.fx
+from torch._decomp import core_aten_decompositions
+from torch._dynamo.backends.common import aot_autograd
+
+from .compiler import compile_fx_graph
+from .options import resolve_options
+from .static_shapes import check_static_graph, check_static_inputs
+
+log = logging.getLogger("neuronsim")
+
+
+@functools.cache
+def _decompositions() -> Any:
+    """Core ATen decompositions; building the table takes about 0.15 s, so it is built once."""
+    return core_aten_decompositions()
+
+
+def neuron_backend(
+    gm: torch.fx.GraphModule,
+    example_inputs: Sequence[Any],
+    options: Mapping[str, Any] | None = None,
+    mode: str | None = None,
+) -> Any:
+    """torch.compile(model, backend="neuron", dynamic=False, options={...}) lands here."""
+    resolved = resolve_options(options)
+    if mode not in (None, "default"):
+        log.warning("the neuron backend ignores mode=%r", mode)
+    check_static_inputs(example_inputs)
+    check_static_graph(gm)
+
+    def forward_compiler(fw_gm: torch.fx.GraphModule, inputs: Sequence[Any]) -> Any:
+        return compile_fx_graph(fw_gm, inputs, resolved, kind="forward")
+
+    def backward_compiler(bw_gm: torch.fx.GraphModule, inputs: Sequence[Any]) -> Any:
+        return compile_fx_graph(bw_gm, inputs, resolved, kind="backward")
+
+    compile_with_aot = aot_autograd(
+        fw_compiler=forward_compiler,
+        bw_compiler=backward_compiler,
+        decompositions=_decompositions(),
+    )
+    return compile_with_aot(gm, example_inputs)

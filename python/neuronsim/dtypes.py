@@ -1,0 +1,62 @@
+"""dtype names of the graph file, and the float64 -> float32 policy."""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+
+from .errors import NeuronCompileError
+
+GRAPH_DTYPE_NAMES: dict[torch.dtype, str] = {
+    torch.float32: "f32",
+    torch.bfloat16: "bf16",
+    torch.float16: "f16",
+    torch.float64: "f64",
+    torch.int64: "i64",
+    torch.int32: "i32",
+    torch.int16: "i16",
+    torch.int8: "i8",
+    torch.uint8: "u8",
+    torch.bool: "i1",
+}
+
+_float64_warned = False
+
+
+def warn_float64_once() -> None:
+    """NeuronCores have no float64: say once per process that it runs as float32."""
+    global _float64_warned
+    if not _float64_warned:
+        _float64_warned = True
+        warnings.warn(
+            "neuronsim: float64 tensors run as float32 on the neuron backend (NeuronCores have "
+            "no float64); inputs are cast to float32 and outputs back to float64",
+            UserWarning,
+            stacklevel=2,
+        )
+
+
+def reset_float64_warning() -> None:
+    global _float64_warned
+    _float64_warned = False
+
+
+def device_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype a tensor of `dtype` has on the simulated device."""
+    if dtype == torch.float64:
+        warn_float64_once()
+        return torch.float32
+    return dtype
+
+
+def graph_dtype(dtype: torch.dtype, context: str) -> str:
+    """The graph-file name of `dtype` as it runs on the device (float64 becomes f32)."""
+    name = GRAPH_DTYPE_NAMES.get(device_dtype(dtype))
+    if name is None:
+        supported = ", ".join(str(d).removeprefix("torch.") for d in GRAPH_DTYPE_NAMES)
+        raise NeuronCompileError(
+            f"dtype {dtype} of {context} is not supported by the neuron backend; "
+            f"supported dtypes: {supported}"
+        )
+    return name

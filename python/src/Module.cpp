@@ -1,0 +1,85 @@
+// neuronsim._C: a thin pybind11 layer over the compiler and the simulator.
+#include "Bindings.h"
+
+#include "compiler/Compile.h"
+#include "runtime/Serialize.h"
+#include "runtime/Simulator.h"
+#include "runtime/Target.h"
+
+#include <nlohmann/json.hpp>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <string>
+
+namespace py = pybind11;
+
+namespace neuron::python {
+namespace {
+
+// options_json: {"target": "trn2", "dump_dir": "/path" | null}; anything else is an error.
+compiler::CompileOptions parseOptions(const std::string &text) {
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(text.empty() ? "{}" : text);
+  } catch (const nlohmann::json::exception &e) {
+    throw CompileFailure(std::string("compile options are not valid JSON: ") + e.what());
+  }
+  if (!json.is_object())
+    throw CompileFailure("compile options must be a JSON object");
+  compiler::CompileOptions options;
+  for (const auto &[key, value] : json.items()) {
+    if (key == "target" && value.is_string())
+      options.target = value.get<std::string>();
+    else if (key == "dump_dir" && (value.is_string() || value.is_null()))
+      options.dumpDir = value.is_null() ? "" : value.get<std::string>();
+    else if (key == "target" || key == "dump_dir")
+      throw CompileFailure("compile option '" + key + "' must be a string");
+    else
+      throw CompileFailure("unknown compile option '" + key + "'; valid options: target, dump_dir");
+  }
+  return options;
+}
+
+std::shared_ptr<runtime::Program> compileGraph(const std::string &graphJson,
+                                               const std::string &optionsJson) {
+  compiler::CompileOptions options = parseOptions(optionsJson);
+  compiler::CompileResult result;
+  {
+    py::gil_scoped_release release;
+    try {
+      result = compiler::compileGraph(graphJson, options);
+    } catch (const std::exception &e) {
+      result.ok = false;
+      result.error = std::string("internal compiler error: ") + e.what();
+    }
+  }
+  if (!result.ok)
+    throw CompileFailure(result.error.empty() ? "compilation failed without a diagnostic"
+                                              : result.error);
+  return std::make_shared<runtime::Program>(std::move(result.program));
+}
+
+} // namespace
+} // namespace neuron::python
+
+PYBIND11_MODULE(_C, m) {
+  using namespace neuron;
+  m.doc() = "NeuronSim native module: graph-file compiler and NeuronCore simulator.";
+
+  py::register_exception<python::CompileFailure>(m, "CompileError", PyExc_RuntimeError);
+  py::register_exception<runtime::SimulationError>(m, "SimulationError", PyExc_RuntimeError);
+  py::register_exception<runtime::FormatError>(m, "FormatError", PyExc_ValueError);
+
+  python::bindProgram(m);
+
+  m.def("compile", &python::compileGraph, py::arg("graph_json"), py::arg("options_json") = "{}",
+        "Compiles a graph file (compiler/Import/GRAPH_FORMAT.md) to a Program. options_json: "
+        "{\"target\": name, \"dump_dir\": path}. Raises CompileError with every diagnostic.");
+  m.def("targets", &runtime::targetNames, "Names of the known targets.");
+  m.def(
+      "default_target", [] { return runtime::defaultTarget().name; }, "The default target.");
+  m.def(
+      "version", [] { return std::string(compiler::compilerVersion()); },
+      "Compiler version string (part of every cache key).");
+}

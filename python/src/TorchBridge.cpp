@@ -1,0 +1,190 @@
+// DLPack capsules <-> libtorch tensors <-> simulator buffers (the only libtorch user).
+#include "TorchBridge.h"
+
+#include "runtime/Target.h"
+
+#include <ATen/DLConvertor.h>
+#include <ATen/ops/empty.h>
+
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace py = pybind11;
+
+namespace neuron::python {
+namespace {
+
+using runtime::BufferDecl;
+using runtime::DType;
+
+constexpr const char *kCapsuleName = "dltensor";
+constexpr const char *kUsedCapsuleName = "used_dltensor";
+
+std::optional<DType> runtimeDType(c10::ScalarType t) {
+  switch (t) {
+  case c10::ScalarType::Float: return DType::F32;
+  case c10::ScalarType::BFloat16: return DType::BF16;
+  case c10::ScalarType::Half: return DType::F16;
+  case c10::ScalarType::Long: return DType::I64;
+  case c10::ScalarType::Int: return DType::I32;
+  case c10::ScalarType::Char: return DType::I8;
+  case c10::ScalarType::Byte: return DType::U8;
+  case c10::ScalarType::Bool: return DType::Bool;
+  default: return std::nullopt;
+  }
+}
+
+c10::ScalarType torchDType(DType t) {
+  switch (t) {
+  case DType::F32: return c10::ScalarType::Float;
+  case DType::BF16: return c10::ScalarType::BFloat16;
+  case DType::F16: return c10::ScalarType::Half;
+  case DType::I64: return c10::ScalarType::Long;
+  case DType::I32: return c10::ScalarType::Int;
+  case DType::I8: return c10::ScalarType::Char;
+  case DType::U8: return c10::ScalarType::Byte;
+  case DType::Bool: return c10::ScalarType::Bool;
+  }
+  throw std::invalid_argument("program buffer has an unknown dtype");
+}
+
+std::string shapeString(c10::IntArrayRef shape) {
+  std::ostringstream os;
+  os << '[';
+  for (size_t i = 0; i < shape.size(); ++i)
+    os << (i ? ", " : "") << shape[i];
+  os << ']';
+  return os.str();
+}
+
+// Takes ownership of the DLPack tensor in `obj` (marking the capsule used, as consumers must).
+at::Tensor tensorFromPython(const py::handle &obj, size_t position) {
+  py::object capsule = py::reinterpret_borrow<py::object>(obj);
+  if (!PyCapsule_CheckExact(obj.ptr())) {
+    if (!py::hasattr(obj, "__dlpack__"))
+      throw std::invalid_argument("input " + std::to_string(position) +
+                                  ": expected a DLPack capsule or an object with __dlpack__, "
+                                  "got " + std::string(py::str(py::type::of(obj))));
+    capsule = obj.attr("__dlpack__")();
+  }
+  if (!PyCapsule_IsValid(capsule.ptr(), kCapsuleName))
+    throw std::invalid_argument("input " + std::to_string(position) +
+                                ": not an unused DLPack capsule named 'dltensor' (a capsule "
+                                "can be consumed only once)");
+  auto *managed = static_cast<DLManagedTensor *>(PyCapsule_GetPointer(capsule.ptr(), kCapsuleName));
+  at::Tensor tensor = at::fromDLPack(managed);
+  PyCapsule_SetName(capsule.ptr(), kUsedCapsuleName);
+  return tensor;
+}
+
+// Frees the tensor of a capsule that no consumer took.
+void deleteUnusedCapsule(PyObject *capsule) {
+  if (!PyCapsule_IsValid(capsule, kCapsuleName))
+    return;
+  auto *managed = static_cast<DLManagedTensor *>(PyCapsule_GetPointer(capsule, kCapsuleName));
+  if (managed && managed->deleter)
+    managed->deleter(managed);
+}
+
+py::object capsuleFromTensor(const at::Tensor &tensor) {
+  DLManagedTensor *managed = at::toDLPack(tensor);
+  PyObject *capsule = PyCapsule_New(managed, kCapsuleName, deleteUnusedCapsule);
+  if (!capsule) {
+    managed->deleter(managed);
+    throw py::error_already_set();
+  }
+  return py::reinterpret_steal<py::object>(capsule);
+}
+
+// Buffers of `kind` ordered by their index; an index out of range or repeated is an error.
+std::vector<const BufferDecl *> buffersByIndex(const runtime::Program &program,
+                                               BufferDecl::Kind kind, const char *what) {
+  std::vector<const BufferDecl *> byIndex;
+  for (const BufferDecl &buffer : program.buffers) {
+    if (buffer.kind != kind)
+      continue;
+    if (buffer.index < 0)
+      throw std::invalid_argument(std::string("program ") + what + " buffer '" + buffer.name +
+                                  "' has no index");
+    if (static_cast<size_t>(buffer.index) >= byIndex.size())
+      byIndex.resize(buffer.index + 1, nullptr);
+    if (byIndex[buffer.index])
+      throw std::invalid_argument(std::string("program has two ") + what + " buffers with index " +
+                                  std::to_string(buffer.index));
+    byIndex[buffer.index] = &buffer;
+  }
+  return byIndex;
+}
+
+at::Tensor checkedInput(at::Tensor tensor, const BufferDecl &buffer, size_t position) {
+  std::string where = "input " + std::to_string(position) + " ('" + buffer.name + "')";
+  if (!tensor.device().is_cpu())
+    throw std::invalid_argument(where + ": expected a CPU tensor, got one on " +
+                                tensor.device().str());
+  std::optional<DType> dtype = runtimeDType(tensor.scalar_type());
+  if (!dtype || *dtype != buffer.dtype)
+    throw std::invalid_argument(where + ": expected dtype " + runtime::dtypeName(buffer.dtype) +
+                                ", got " + c10::toString(tensor.scalar_type()));
+  if (!tensor.sizes().equals(buffer.shape))
+    throw std::invalid_argument(where + ": expected shape " + shapeString(buffer.shape) +
+                                ", got " + shapeString(tensor.sizes()));
+  return tensor.contiguous();
+}
+
+} // namespace
+
+BridgeRunResult runWithDLPack(const runtime::Program &program, const py::sequence &inputs,
+                              bool timingOnly) {
+  const runtime::Target *target = runtime::findTarget(program.target);
+  if (!target)
+    throw runtime::SimulationError("program is for unknown target '" + program.target + "'");
+
+  std::vector<const BufferDecl *> inputBuffers =
+      buffersByIndex(program, BufferDecl::Kind::Input, "input");
+  std::vector<const BufferDecl *> outputBuffers =
+      buffersByIndex(program, BufferDecl::Kind::Output, "output");
+  size_t numInputs = py::len(inputs);
+  if (inputBuffers.size() > numInputs)
+    throw std::invalid_argument("program takes " + std::to_string(inputBuffers.size()) +
+                                " inputs, got " + std::to_string(numInputs));
+  for (size_t i = 0; i < outputBuffers.size(); ++i)
+    if (!outputBuffers[i])
+      throw std::invalid_argument("program has no output buffer with index " + std::to_string(i));
+
+  // Inputs without a buffer are unused by the program; they are still consumed.
+  std::vector<at::Tensor> inputTensors;
+  std::vector<const void *> inputPtrs(numInputs, nullptr);
+  inputTensors.reserve(numInputs);
+  for (size_t i = 0; i < numInputs; ++i) {
+    at::Tensor tensor = tensorFromPython(inputs[i], i);
+    if (i < inputBuffers.size() && inputBuffers[i]) {
+      tensor = checkedInput(std::move(tensor), *inputBuffers[i], i);
+      inputPtrs[i] = tensor.const_data_ptr();
+    }
+    inputTensors.push_back(std::move(tensor));
+  }
+
+  std::vector<at::Tensor> outputTensors;
+  std::vector<void *> outputPtrs;
+  for (const BufferDecl *buffer : outputBuffers) {
+    outputTensors.push_back(
+        at::empty(buffer->shape, at::TensorOptions().dtype(torchDType(buffer->dtype))));
+    outputPtrs.push_back(outputTensors.back().data_ptr());
+  }
+
+  BridgeRunResult result;
+  runtime::RunOptions options;
+  options.timingOnly = timingOnly;
+  {
+    py::gil_scoped_release release;
+    result.stats = runtime::simulate(program, *target, inputPtrs, outputPtrs, options);
+  }
+  for (const at::Tensor &tensor : outputTensors)
+    result.outputs.append(capsuleFromTensor(tensor));
+  return result;
+}
+
+} // namespace neuron::python

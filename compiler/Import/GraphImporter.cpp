@@ -8,6 +8,7 @@
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <limits>
 #include <regex>
 
 using namespace mlir;
@@ -53,6 +54,21 @@ static Location nodeLocation(MLIRContext &ctx, const json &node) {
   return NameLoc::get(StringAttr::get(&ctx, target), at);
 }
 
+/// A constant's element: a number, a bool, or {"float": "inf" | "-inf" | "nan"}.
+static double elementValue(const json &v) {
+  if (v.is_boolean())
+    return v.get<bool>() ? 1.0 : 0.0;
+  if (v.is_object() && v.contains("float")) {
+    std::string s = v.at("float").get<std::string>();
+    if (s == "inf")
+      return std::numeric_limits<double>::infinity();
+    if (s == "-inf")
+      return -std::numeric_limits<double>::infinity();
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  return v.get<double>();
+}
+
 static DenseElementsAttr constantValue(RankedTensorType type, const json &data) {
   Type et = type.getElementType();
   if (!data.is_array() || (int64_t)data.size() != type.getNumElements())
@@ -61,7 +77,7 @@ static DenseElementsAttr constantValue(RankedTensorType type, const json &data) 
   if (isa<FloatType>(et)) {
     SmallVector<APFloat> values;
     for (const json &v : data) {
-      APFloat f(v.get<double>());
+      APFloat f(elementValue(v));
       bool lost;
       f.convert(cast<FloatType>(et).getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
       values.push_back(f);
@@ -70,7 +86,8 @@ static DenseElementsAttr constantValue(RankedTensorType type, const json &data) 
   }
   SmallVector<APInt> values;
   for (const json &v : data)
-    values.push_back(APInt(et.getIntOrFloatBitWidth(), v.get<int64_t>(), /*isSigned=*/true));
+    values.push_back(
+        APInt(et.getIntOrFloatBitWidth(), (int64_t)elementValue(v), /*isSigned=*/true));
   return DenseElementsAttr::get(type, values);
 }
 
@@ -146,7 +163,7 @@ OwningOpRef<ModuleOp> GraphImporter::run(const json &graph, std::string &error) 
       continue; // keep collecting unsupported ops, stop building
     SmallVector<RankedTensorType> resultTypes;
     for (const json &out : node.at("outputs"))
-      resultTypes.push_back(parseTensorType(ctx, out));
+      resultTypes.push_back(out.is_null() ? RankedTensorType() : parseTensorType(ctx, out));
     Location loc = nodeLocation(ctx, node);
     NodeContext nc(builder, loc, node, [this](const json &ref) { return lookup(ref); },
                    resultTypes);
@@ -160,7 +177,7 @@ OwningOpRef<ModuleOp> GraphImporter::run(const json &graph, std::string &error) 
                         "): " + e.what());
     }
     for (auto [i, v] : llvm::enumerate(results))
-      if (v && i < resultTypes.size() && v.getType() != resultTypes[i])
+      if (v && (i >= resultTypes.size() || v.getType() != resultTypes[i]))
         throw ImportError("node '" + name + "' (" + target + "): imported type does not match "
                           "the recorded output type");
     values[name] = results;

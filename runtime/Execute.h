@@ -17,16 +17,20 @@ public:
   void run(const Instruction &inst, const InstrShape &shape);
 
 private:
+  // Integer operands: computed in double (exact up to 2^53).
   template <class T>
   void elementwise(const Instruction &inst, const InstrShape &shape);
   template <class T> void reduce(const Instruction &inst);
+  // Float operands: fp32 kernels (Kernels.h) on contiguous runs.
+  void elementwiseF32(const Instruction &inst);
+  void reduceF32(const Instruction &inst);
   void matmul(const Instruction &inst, const InstrShape &shape);
   template <class T> T *scratch(int slot, size_t n);
 
   Memory &mem_;
   std::vector<float> fbuf_[3];
   std::vector<double> dbuf_[3];
-  std::vector<float> mmA_, mmB_, mmC_, mmD_;
+  std::vector<float> mmA_, mmB_, mmC_, mmRow_;
 };
 
 /// C[M][N] = A[K][M]^T @ B[K][N], all row-major fp32.

@@ -3,6 +3,7 @@
 
 #include "runtime/Simulator.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -24,6 +25,25 @@ uint8_t *allocate(int64_t bytes, bool poison) {
   return static_cast<uint8_t *>(p);
 }
 
+/// The last released SBUF / PSUM block of this thread, per space, kept so
+/// that the next run does not pay for allocating and zeroing 30 MB again.
+struct CachedBlock {
+  uint8_t *base = nullptr;
+  int64_t bytes = 0;
+  int64_t partBytes = 0, partHi = 0, byteHi = 0;
+  uint8_t fill = 0;
+};
+
+struct BlockCache {
+  CachedBlock slot[2]; // SBUF-sized and PSUM-sized blocks
+  ~BlockCache() {
+    for (CachedBlock &b : slot)
+      std::free(b.base);
+  }
+};
+
+thread_local BlockCache tCache;
+
 std::string bufferLabel(size_t i, const BufferDecl &b) {
   return "buffer " + std::to_string(i) + " (\"" + b.name + "\")";
 }
@@ -33,8 +53,7 @@ std::string bufferLabel(size_t i, const BufferDecl &b) {
 Memory::Memory(const Program &program, const Target &target,
                const std::vector<const void *> &inputs,
                const std::vector<void *> &outputs, bool poison)
-    : sbufPartBytes_(target.sbufBytesPerPartition),
-      psumPartBytes_(target.psumBytesPerPartition) {
+{
   try {
     hbm_.resize(program.buffers.size());
     for (size_t i = 0; i < program.buffers.size(); ++i) {
@@ -70,12 +89,13 @@ Memory::Memory(const Program &program, const Target &target,
         break;
       }
     }
-    sbuf_ = allocate(int64_t(target.partitions) * sbufPartBytes_, poison);
-    psum_ = allocate(int64_t(target.partitions) * psumPartBytes_, poison);
+    const uint8_t fill = poison ? 0xff : 0;
+    sbuf_ = acquire(target.partitions, target.sbufBytesPerPartition, fill);
+    psum_ = acquire(target.partitions, target.psumBytesPerPartition, fill);
   } catch (...) {
     for (uint8_t *p : owned_)
       std::free(p);
-    std::free(sbuf_);
+    release(sbuf_);
     throw;
   }
 }
@@ -83,8 +103,148 @@ Memory::Memory(const Program &program, const Target &target,
 Memory::~Memory() {
   for (uint8_t *p : owned_)
     std::free(p);
-  std::free(sbuf_);
-  std::free(psum_);
+  release(sbuf_);
+  release(psum_);
+}
+
+Memory::OnChip Memory::acquire(int64_t partitions, int64_t partBytes,
+                               uint8_t fill) {
+  OnChip b;
+  b.partBytes = partBytes;
+  b.partitions = partitions;
+  b.fill = fill;
+  b.stale.assign(size_t((partBytes + OnChip::kGranule - 1) / OnChip::kGranule),
+                 {0, 0});
+  const int64_t bytes = partitions * partBytes;
+  for (CachedBlock &c : tCache.slot) {
+    if (!c.base || c.bytes != bytes)
+      continue;
+    b.base = c.base;
+    if (c.fill != fill || c.partBytes != partBytes || partitions > 128) {
+      std::memset(b.base, fill, size_t(bytes));
+    } else {
+      // The old run's extent is stale; nothing is cleared yet.
+      std::array<uint64_t, 2> mask = {0, 0};
+      for (int64_t p = 0; p < c.partHi; ++p)
+        mask[size_t(p / 64)] |= uint64_t(1) << (p % 64);
+      const int64_t granules =
+          (c.byteHi + OnChip::kGranule - 1) / OnChip::kGranule;
+      if (mask[0] | mask[1])
+        for (int64_t g = 0; g < granules; ++g)
+          b.stale[size_t(g)] = mask;
+      b.staleGranules = (mask[0] | mask[1]) ? granules : 0;
+    }
+    c = CachedBlock();
+    return b;
+  }
+  b.base = allocate(bytes, fill != 0);
+  return b;
+}
+
+void Memory::release(OnChip &b) {
+  if (!b.base)
+    return;
+  CachedBlock *dst = nullptr;
+  const int64_t bytes = b.partitions * b.partBytes;
+  for (CachedBlock &c : tCache.slot)
+    if (!c.base) {
+      dst = &c;
+      break;
+    }
+  if (!dst) { // replace the block of another size, if any
+    for (CachedBlock &c : tCache.slot)
+      if (c.bytes != bytes) {
+        dst = &c;
+        break;
+      }
+  }
+  if (!dst) {
+    std::free(b.base);
+  } else {
+    std::free(dst->base);
+    dst->base = b.base;
+    dst->bytes = bytes;
+    dst->partBytes = b.partBytes;
+    // Stale granules this run never touched stay stale in the next one.
+    int64_t partHi = b.partHi, byteHi = b.byteHi;
+    for (size_t g = 0; g < b.stale.size(); ++g)
+      for (int w = 0; w < 2; ++w)
+        if (uint64_t m = b.stale[g][size_t(w)]) {
+          partHi = std::max<int64_t>(partHi, w * 64 + 64 - __builtin_clzll(m));
+          byteHi = std::max<int64_t>(byteHi, int64_t(g + 1) * OnChip::kGranule);
+        }
+    dst->partHi = std::min(partHi, b.partitions);
+    dst->byteHi = std::min(byteHi, b.partBytes);
+    dst->fill = b.fill;
+  }
+  b.base = nullptr;
+}
+
+namespace {
+
+/// Whether the free dims of `ap` (dims[1..]) visit every element of one
+/// contiguous byte range once: row-major, innermost stride 1.
+bool denseFree(const AccessPattern &ap) {
+  int64_t expect = 1;
+  for (size_t i = ap.dims.size(); i-- > 1;) {
+    if (ap.dims[i][1] == 1)
+      continue;
+    if (ap.dims[i][0] != expect)
+      return false;
+    expect *= ap.dims[i][1];
+  }
+  return true;
+}
+
+} // namespace
+
+void Memory::touch(const AccessPattern &ap, bool write) {
+  if (ap.space == MemSpace::Hbm)
+    return;
+  OnChip &b = ap.space == MemSpace::Sbuf ? sbuf_ : psum_;
+  const int64_t eb = dtypeSize(ap.dtype);
+  int64_t lo = ap.offset, hi = ap.offset + eb;
+  for (size_t i = 1; i < ap.dims.size(); ++i) {
+    const int64_t ext = ap.dims[i][0] * (ap.dims[i][1] - 1) * eb;
+    (ext < 0 ? lo : hi) += ext;
+  }
+  const int64_t p0 = ap.partition, parts = ap.dims[0][1],
+                pstride = parts > 1 ? ap.dims[0][0] : 1;
+  const int64_t pLast = p0 + (parts - 1) * pstride;
+  b.partHi = std::max(b.partHi, pLast + 1);
+  b.byteHi = std::max(b.byteHi, hi);
+  if (b.staleGranules == 0)
+    return;
+
+  std::array<uint64_t, 2> mask = {0, 0};
+  for (int64_t p = p0; p <= pLast; p += pstride)
+    mask[size_t(p / 64)] |= uint64_t(1) << (p % 64);
+  const bool dense = write && denseFree(ap);
+  const int64_t G = OnChip::kGranule;
+  for (int64_t g = lo / G; g <= (hi - 1) / G; ++g) {
+    auto &st = b.stale[size_t(g)];
+    const uint64_t m0 = st[0] & mask[0], m1 = st[1] & mask[1];
+    if (!(m0 | m1))
+      continue;
+    const int64_t gLo = g * G, gHi = std::min(gLo + G, b.partBytes);
+    if (!(dense && lo <= gLo && gHi <= hi)) { // not overwritten entirely
+      for (int w = 0; w < 2; ++w)
+        for (uint64_t m = w ? m1 : m0; m; m &= m - 1) {
+          const int64_t p = w * 64 + __builtin_ctzll(m);
+          std::memset(b.base + p * b.partBytes + gLo, b.fill, size_t(gHi - gLo));
+        }
+    }
+    st[0] &= ~m0;
+    st[1] &= ~m1;
+    if (!(st[0] | st[1]))
+      --b.staleGranules;
+  }
+}
+
+void Memory::prepare(const Instruction &inst) {
+  for (const AccessPattern &s : inst.srcs)
+    touch(s, false); // reads first: an in-place op reads the old bytes
+  touch(inst.dst, !(inst.opcode == Opcode::Matmul && inst.accumulate));
 }
 
 View Memory::view(const AccessPattern &ap) const {
@@ -93,13 +253,11 @@ View Memory::view(const AccessPattern &ap) const {
     return View::make(hbm_[ap.buffer] + ap.offset * dtypeSize(ap.dtype),
                       ap.dtype, ap.dims, 0, false);
   case MemSpace::Sbuf:
-    return View::make(sbuf_ + int64_t(ap.partition) * sbufPartBytes_ +
-                          ap.offset,
-                      ap.dtype, ap.dims, sbufPartBytes_, true);
-  case MemSpace::Psum:
-    return View::make(psum_ + int64_t(ap.partition) * psumPartBytes_ +
-                          ap.offset,
-                      ap.dtype, ap.dims, psumPartBytes_, true);
+  case MemSpace::Psum: {
+    const OnChip &b = ap.space == MemSpace::Sbuf ? sbuf_ : psum_;
+    return View::make(b.base + int64_t(ap.partition) * b.partBytes + ap.offset,
+                      ap.dtype, ap.dims, b.partBytes, true);
+  }
   }
   return View();
 }

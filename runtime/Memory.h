@@ -5,6 +5,7 @@
 #include "runtime/StridedView.h"
 #include "runtime/Target.h"
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -27,11 +28,37 @@ public:
   /// The host view of a checked access pattern.
   View view(const AccessPattern &ap) const;
 
+  /// Call before executing `inst` (checked): makes what it reads of SBUF and
+  /// PSUM, and what it writes only in part, read back as a fresh run's
+  /// memory (zeros, or 0xFF with poison), wherever an earlier run on this
+  /// thread left its data there (see OnChip).
+  void prepare(const Instruction &inst);
+
 private:
+  /// SBUF or PSUM: one host block of partitions x partBytes. Blocks are
+  /// recycled through a per-thread cache (Memory.cpp) instead of being
+  /// allocated and zero-filled per run. What the last run touched is "stale"
+  /// in the next one, tracked per partition and kGranule bytes, and cleared
+  /// lazily: when an instruction reads it, or writes only part of a granule;
+  /// a granule an instruction overwrites entirely is never cleared.
+  struct OnChip {
+    static constexpr int64_t kGranule = 2048;
+    uint8_t *base = nullptr;
+    int64_t partBytes = 0, partitions = 0;
+    uint8_t fill = 0;
+    // Extent touched in this run: partitions [0, partHi), bytes [0, byteHi).
+    int64_t partHi = 0, byteHi = 0;
+    // stale[g]: bit p set if partition p's granule g holds an old run's data.
+    std::vector<std::array<uint64_t, 2>> stale;
+    int64_t staleGranules = 0; // granules with any bit set
+  };
+  static OnChip acquire(int64_t partitions, int64_t partBytes, uint8_t fill);
+  static void release(OnChip &block);
+  void touch(const AccessPattern &ap, bool write);
+
   std::vector<uint8_t *> hbm_;
   std::vector<uint8_t *> owned_; // freed in the destructor
-  uint8_t *sbuf_ = nullptr, *psum_ = nullptr;
-  int64_t sbufPartBytes_ = 0, psumPartBytes_ = 0;
+  OnChip sbuf_, psum_;
 };
 
 } // namespace neuron::runtime

@@ -6,11 +6,13 @@
 // in-range values); stores to i1 yield 1 for every non-zero value.
 #pragma once
 
+#include "runtime/Kernels.h"
 #include "runtime/Program.h"
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace neuron::runtime {
 
@@ -131,6 +133,10 @@ void loadRun(const uint8_t *p, int64_t stride, DType dt, T *out, int64_t n) {
   case DType::F32:
     return loadLoop<float>(p, stride, out, n, id);
   case DType::BF16:
+    if constexpr (std::is_same_v<T, float>)
+      if (stride == 2 && (reinterpret_cast<uintptr_t>(p) & 1) == 0)
+        return kernels::bf16ToF32(reinterpret_cast<const uint16_t *>(p), out,
+                                  n);
     return loadLoop<uint16_t>(p, stride, out, n, bf16ToFloat);
   case DType::F16:
     return loadLoop<uint16_t>(p, stride, out, n, halfToFloat);
@@ -154,6 +160,9 @@ void storeRun(uint8_t *p, int64_t stride, DType dt, const T *in, int64_t n) {
   case DType::F32:
     return storeLoop<float>(p, stride, in, n, [](T v) { return float(v); });
   case DType::BF16:
+    if constexpr (std::is_same_v<T, float>)
+      if (stride == 2 && (reinterpret_cast<uintptr_t>(p) & 1) == 0)
+        return kernels::f32ToBf16(in, reinterpret_cast<uint16_t *>(p), n);
     return storeLoop<uint16_t>(p, stride, in, n,
                                [](T v) { return floatToBf16(float(v)); });
   case DType::F16:

@@ -66,6 +66,7 @@ private:
   double waitsSatisfied(size_t index, const Instruction &inst) const;
   void timeDma(const InstrShape &sh, double start, double &end);
   void pruneHbm();
+  void report(bool fp32Peak);
 
   const Program &prog_;
   const Target &tgt_;
@@ -136,6 +137,26 @@ void Simulation::pruneHbm() {
     hbm_.prune(lowest);
 }
 
+void Simulation::report(bool fp32Peak) {
+  const double tflops =
+      fp32Peak ? tgt_.tensorPeakFp32Tflops : tgt_.tensorPeakBf16Tflops;
+  stats_.peakFlopsPerNs = tflops * 1e3; // 1 TFLOP/s = 1000 FLOP/ns
+  for (const BufferDecl &b : prog_.buffers)
+    if (b.kind != BufferDecl::Kind::Internal)
+      stats_.minimalHbmBytes += uint64_t(b.numBytes());
+  const double computeNs =
+      stats_.peakFlopsPerNs > 0 ? double(stats_.flops) / stats_.peakFlopsPerNs
+                                : 0;
+  const double memoryNs = tgt_.hbmBytesPerNs > 0
+                              ? double(stats_.minimalHbmBytes) / tgt_.hbmBytesPerNs
+                              : 0;
+  stats_.rooflineNs = std::max(computeNs, memoryNs);
+  const double t = stats_.simNs;
+  stats_.mfu = t > 0 ? computeNs / t : 0;
+  for (const auto &[engine, busy] : stats_.engineBusyNs)
+    stats_.engineUtilization[engine] = t > 0 ? busy / t : 0;
+}
+
 RunStats Simulation::run(const std::vector<const void *> &inputs,
                          const std::vector<void *> &outputs) {
   const auto &insts = prog_.instructions;
@@ -159,6 +180,7 @@ RunStats Simulation::run(const std::vector<const void *> &inputs,
   stats_.queueBusyNs.assign(kNumQueues, 0.0);
   std::array<double, 5> engineBusy{};
   uint64_t matmulFlops = 0;
+  bool allMatmulsFp32 = true;
 
   for (size_t i = 0; i < insts.size(); ++i) {
     const Instruction &inst = insts[i];
@@ -196,6 +218,8 @@ RunStats Simulation::run(const std::vector<const void *> &inputs,
       engineBusy[size_t(eng)] += cost.busyNs;
       if (inst.opcode == Opcode::Matmul) {
         ++stats_.matmuls;
+        allMatmulsFp32 &= inst.srcs[0].dtype == DType::F32 ||
+                          inst.srcs[1].dtype == DType::F32;
         matmulFlops += 2 * uint64_t(sh.matmulK) * uint64_t(sh.matmulM) *
                        uint64_t(sh.matmulN);
       }
@@ -218,6 +242,7 @@ RunStats Simulation::run(const std::vector<const void *> &inputs,
        {Engine::Tensor, Engine::Vector, Engine::Scalar, Engine::GpSimd})
     stats_.engineBusyNs[engineName(e)] = engineBusy[size_t(e)];
   stats_.engineBusyNs[engineName(Engine::Dma)] = unionLength(dmaIntervals_);
+  report(stats_.matmuls > 0 && allMatmulsFp32);
   return stats_;
 }
 

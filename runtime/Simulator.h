@@ -31,7 +31,8 @@ struct RunOptions {
   /// Fill SBUF, PSUM and internal HBM buffers with 0xFF bytes (NaN in float
   /// dtypes) instead of zeros, to expose reads of memory never written.
   bool poisonMemory = false;
-  /// If set, receives one entry per instruction, in program order.
+  /// If set, receives one entry per instruction, in program order
+  /// (Trace.h writes it as a Chrome trace / Perfetto timeline).
   std::vector<InstructionTiming> *timeline = nullptr;
 };
 
@@ -46,6 +47,21 @@ struct RunStats {
   uint64_t dmaTransfers = 0;         // DmaCopy instructions
   uint64_t dmaBytes = 0;             // bytes moved by DmaCopy, any spaces
   uint64_t matmuls = 0;
+  // Report (issue 5). Peaks come from the Target (HARDWARE.md).
+  /// Peak Tensor-engine FLOPs per ns used for `mfu` and `rooflineNs`: the fp32
+  /// peak if the program has matmuls and every one of them has an fp32
+  /// operand (the x4 rate), else the bf16 peak (fp16 runs at the bf16 rate).
+  double peakFlopsPerNs = 0;
+  /// Achieved / peak Tensor-engine FLOPs: flops / (simNs * peakFlopsPerNs).
+  double mfu = 0;
+  /// Bytes a perfect implementation moves to/from HBM: the sizes of all
+  /// Input, Output and Constant buffers (each once).
+  uint64_t minimalHbmBytes = 0;
+  /// max(flops / peakFlopsPerNs, minimalHbmBytes / hbmBytesPerNs): the time
+  /// the graph needs when bound only by Tensor-engine FLOPs or HBM bandwidth.
+  double rooflineNs = 0;
+  /// engineBusyNs[e] / simNs, same keys (tensor, vector, scalar, gpsimd, dma).
+  std::map<std::string, double> engineUtilization;
 };
 
 /// Runs `program` on one simulated core of `target`.

@@ -124,8 +124,83 @@ template <class T> void scatter(Cursor &c, const T *in, int64_t n) {
   }
 }
 
+namespace detail {
+template <int EB>
+inline void stridedCopy(uint8_t *dp, int64_t ds, const uint8_t *sp,
+                        int64_t ss, int64_t k) {
+  // Element by element, in order, so overlapping views copy as before.
+  for (int64_t i = 0; i < k; ++i, dp += ds, sp += ss) {
+    uint8_t tmp[EB];
+    std::memcpy(tmp, sp, EB);
+    std::memcpy(dp, tmp, EB);
+  }
+}
+
+/// [rows, cols] copy in 32 x 32 blocks, so that a transposing copy touches
+/// few cache lines and pages at a time.
+template <int EB>
+inline void blockedCopy2D(const View &dst, const View &src) {
+  constexpr int64_t kB = 32;
+  const int64_t rows = dst.size[0], cols = dst.size[1];
+  for (int64_t r0 = 0; r0 < rows; r0 += kB)
+    for (int64_t c0 = 0; c0 < cols; c0 += kB) {
+      const int64_t r1 = std::min(rows, r0 + kB), c1 = std::min(cols, c0 + kB);
+      for (int64_t r = r0; r < r1; ++r) {
+        uint8_t *dp = dst.base + r * dst.stride[0] + c0 * dst.stride[1];
+        const uint8_t *sp = src.base + r * src.stride[0] + c0 * src.stride[1];
+        stridedCopy<EB>(dp, dst.stride[1], sp, src.stride[1], c1 - c0);
+      }
+    }
+}
+
+/// Whether no two elements of the 2-D view `v` share a byte (so that the
+/// order of the writes does not matter).
+inline bool injective2D(const View &v) {
+  const int64_t s0 = v.stride[0] < 0 ? -v.stride[0] : v.stride[0];
+  const int64_t s1 = v.stride[1] < 0 ? -v.stride[1] : v.stride[1];
+  return (s1 >= v.elemBytes && s0 >= v.size[1] * s1) ||
+         (s0 >= v.elemBytes && s1 >= v.size[0] * s0);
+}
+
+/// Lowest and one-past-highest byte a view touches.
+inline void byteRange(const View &v, const uint8_t *&lo, const uint8_t *&hi) {
+  lo = hi = v.base;
+  for (int i = 0; i < v.ndims; ++i) {
+    const int64_t ext = v.stride[i] * (v.size[i] - 1);
+    (ext < 0 ? lo : hi) += ext;
+  }
+  hi += v.elemBytes;
+}
+
+} // namespace detail
+
 /// Copies all elements of `src` to `dst` bytewise (same dtype, same count).
 inline void copyElements(const View &dst, const View &src) {
+  // Two 2-D views of the same shape that are not both row-contiguous (a
+  // transpose, typically): blocked, unless they overlap or dst writes a byte
+  // twice (then in order).
+  if (dst.ndims == 2 && src.ndims == 2 && dst.size[0] == src.size[0] &&
+      dst.size[1] == src.size[1] && dst.size[0] >= 8 && dst.size[1] >= 8 &&
+      !(dst.innerContiguous() && src.innerContiguous()) &&
+      detail::injective2D(dst)) {
+    const uint8_t *dlo, *dhi, *slo, *shi;
+    detail::byteRange(dst, dlo, dhi);
+    detail::byteRange(src, slo, shi);
+    if (dhi <= slo || shi <= dlo) {
+      switch (dst.elemBytes) {
+      case 1:
+        return detail::blockedCopy2D<1>(dst, src);
+      case 2:
+        return detail::blockedCopy2D<2>(dst, src);
+      case 4:
+        return detail::blockedCopy2D<4>(dst, src);
+      case 8:
+        return detail::blockedCopy2D<8>(dst, src);
+      default:
+        break;
+      }
+    }
+  }
   Cursor d(dst), s(src);
   const int64_t eb = dst.elemBytes;
   int64_t left = dst.numElements();
@@ -135,10 +210,26 @@ inline void copyElements(const View &dst, const View &src) {
     if (ds == eb && ss == eb) {
       std::memmove(d.ptr(), s.ptr(), size_t(k * eb));
     } else {
-      uint8_t *dp = d.ptr();
-      const uint8_t *sp = s.ptr();
-      for (int64_t i = 0; i < k; ++i, dp += ds, sp += ss)
-        std::memcpy(dp, sp, size_t(eb));
+      switch (eb) { // fixed-size copies: no memcpy call per element
+      case 1:
+        detail::stridedCopy<1>(d.ptr(), ds, s.ptr(), ss, k);
+        break;
+      case 2:
+        detail::stridedCopy<2>(d.ptr(), ds, s.ptr(), ss, k);
+        break;
+      case 4:
+        detail::stridedCopy<4>(d.ptr(), ds, s.ptr(), ss, k);
+        break;
+      case 8:
+        detail::stridedCopy<8>(d.ptr(), ds, s.ptr(), ss, k);
+        break;
+      default: {
+        uint8_t *dp = d.ptr();
+        const uint8_t *sp = s.ptr();
+        for (int64_t i = 0; i < k; ++i, dp += ds, sp += ss)
+          std::memcpy(dp, sp, size_t(eb));
+      }
+      }
     }
     d.advance(k);
     s.advance(k);

@@ -1,10 +1,10 @@
-// runtime-bench: wall-clock speed of the simulator (not a test; ctest does not
-// run it).
+// runtime-bench: speed of the simulator on the host (not a test; ctest does
+// not run it).
 //
-//   build/dev/test/runtime/runtime-bench [--quick] [substring]
+//   build/dev/test/runtime/runtime-bench [--quick | --reps N] [substring]
 //
-// --quick runs each case once instead of the best of 5 (--reps N: best of
-// N); a substring selects
+// Each case reports the best of 5 runs (--quick: 1 run, --reps N: N runs) in
+// process CPU time, with the best wall time next to it; a substring selects
 // the cases whose label contains it (e.g. "gelu", "GEMM", "timing").
 //
 // Reports
@@ -18,7 +18,7 @@
 //  - functional speed in G elements/s on [1024, 4096] elementwise programs
 //    tiled as the compiler tiles them (DMA in, one Scalar/Vector instruction
 //    per tile of 128 rows x 8 KiB, DMA out; SBUF handed out as a ring).
-// Each number is the best of several runs. Results are checked.
+// Results are checked against references (max error printed).
 #include "runtime/Kernels.h"
 #include "runtime/Numerics.h"
 #include "runtime/Simulator.h"

@@ -1,6 +1,8 @@
 // Importers of elementwise ATen ops: arithmetic, comparisons, activations, where, clamp.
 #include "compiler/Import/AtenImporters.h"
 
+#include <cmath>
+
 using namespace mlir;
 using neuron::ntorch::BinaryFn;
 using neuron::ntorch::UnaryFn;
@@ -104,6 +106,33 @@ Values rsub(NodeContext &ctx) {
     x = ctx.binaryScalar(BinaryFn::mul, x, alpha);
   Value other = ctx.tensorOrScalar(1, elementTypeOf(x));
   return {ctx.b.create<nt::BinaryOp>(ctx.loc, ctx.resultType(), BinaryFn::sub, other, x)};
+}
+
+/// pow.Scalar(base, exponent tensor) = exp(exponent * log(base)).
+Values powScalar(NodeContext &ctx) {
+  double base = ctx.number(0, "self", 1.0);
+  Value e = ctx.castTo(ctx.tensor(1), ctx.resultType().getElementType());
+  if (base <= 0.0)
+    throw ImportError("pow with a non-positive scalar base is not supported");
+  return {ctx.unary(UnaryFn::exp, ctx.binaryScalar(BinaryFn::mul, e, std::log(base)))};
+}
+
+/// prims.fma(a, b, c) = a * b + c.
+Values fma(NodeContext &ctx) {
+  Type et = ctx.resultType().getElementType();
+  Value a = ctx.castTo(ctx.tensorOrScalar(0, et), et), b = ctx.castTo(ctx.tensorOrScalar(1, et), et);
+  Value c = ctx.castTo(ctx.tensorOrScalar(2, et), et);
+  Value product = ctx.binary(BinaryFn::mul, a, b);
+  return {ctx.b.create<nt::BinaryOp>(ctx.loc, ctx.resultType(), BinaryFn::add, product, c)};
+}
+
+/// copy(self, src): src converted and broadcast to self's shape (values are immutable).
+Values copy(NodeContext &ctx) {
+  RankedTensorType rt = ctx.resultType();
+  Value src = ctx.castTo(ctx.tensor(1), rt.getElementType());
+  if (src.getType() == rt)
+    return {src};
+  return {ctx.b.create<nt::BroadcastOp>(ctx.loc, rt, src)};
 }
 
 Values hardtanh(NodeContext &ctx) {

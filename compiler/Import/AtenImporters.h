@@ -25,6 +25,9 @@ Values hardtanh(NodeContext &ctx);
 Values clampMin(NodeContext &ctx);
 Values clampMax(NodeContext &ctx);
 Values rsub(NodeContext &ctx);
+Values powScalar(NodeContext &ctx);
+Values fma(NodeContext &ctx);
+Values copy(NodeContext &ctx);
 
 // AtenLinalg.cpp
 Values mm(NodeContext &ctx);
@@ -48,6 +51,12 @@ Values maxPool2d(NodeContext &ctx);
 Values avgPool2d(NodeContext &ctx);
 Values adaptiveAvgPool2d(NodeContext &ctx);
 
+// AtenBackward.cpp
+Values maxPool2dWithIndices(NodeContext &ctx);
+Values maxPool2dBackward(NodeContext &ctx);
+Values convolutionBackward(NodeContext &ctx);
+Values batchNormTraining(NodeContext &ctx);
+
 // AtenShapes.cpp
 Values permute(NodeContext &ctx);
 Values transpose(NodeContext &ctx);
@@ -63,6 +72,7 @@ Values cat(NodeContext &ctx);
 Values constantPad(NodeContext &ctx);
 Values embedding(NodeContext &ctx);
 Values indexSelect(NodeContext &ctx);
+Values indexPut(NodeContext &ctx);
 Values arange(NodeContext &ctx);
 Values full(NodeContext &ctx);
 Values fullLike(NodeContext &ctx);

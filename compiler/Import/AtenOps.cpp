@@ -21,6 +21,7 @@ struct Entry {
 const Entry kAtenOps[] = {
     {"aten._adaptive_avg_pool2d.default", adaptiveAvgPool2d, "window adds and scale (Vector)"},
     {"aten._log_softmax.default", logSoftmax, "fused row kernel: reduce max/sum (Vector), exp/log (Scalar)"},
+    {"aten._native_batch_norm_legit_functional.default", batchNormTraining, "batch statistics (Vector), running-stat updates"},
     {"aten._native_batch_norm_legit_no_training.default", batchNormInference, "per-channel scale and shift (Vector), rsqrt (Scalar)"},
     {"aten._softmax.default", softmax, "fused row kernel: reduce max/sum (Vector), exp (Scalar)"},
     {"aten._to_copy.default", toCopy, "dtype conversion copy (Vector)"},
@@ -50,6 +51,8 @@ const Entry kAtenOps[] = {
     {"aten.clone.default", identity, "no instructions"},
     {"aten.constant_pad_nd.default", constantPad, "DMA fill and copy"},
     {"aten.convolution.default", convolution, "implicit GEMM: accumulating matmuls per kernel offset (Tensor)"},
+    {"aten.convolution_backward.default", convolutionBackward, "per kernel offset: matmuls (Tensor) and window scatter-adds"},
+    {"aten.copy.default", copy, "dtype conversion / broadcast copy"},
     {"aten.cos.default", unary<UnaryFn::cos>, "activation (Scalar)"},
     {"aten.cumsum.default", cumsum, "matmul with a triangular constant (Tensor)"},
     {"aten.detach.default", identity, "no instructions"},
@@ -70,6 +73,7 @@ const Entry kAtenOps[] = {
     {"aten.gt.Scalar", binary<BinaryFn::gt>, "elementwise ALU op (Vector)"},
     {"aten.gt.Tensor", binary<BinaryFn::gt>, "elementwise ALU op (Vector)"},
     {"aten.hardtanh.default", hardtanh, "max/min (Vector)"},
+    {"aten.index_put.default", indexPut, "scatter-add as a one-hot matmul (Tensor)"},
     {"aten.index_select.default", indexSelect, "indirect DMA gather"},
     {"aten.le.Scalar", binary<BinaryFn::le>, "elementwise ALU op (Vector)"},
     {"aten.le.Tensor", binary<BinaryFn::le>, "elementwise ALU op (Vector)"},
@@ -82,7 +86,8 @@ const Entry kAtenOps[] = {
     {"aten.logical_or.default", binary<BinaryFn::Or>, "elementwise ALU op (Vector)"},
     {"aten.lt.Scalar", binary<BinaryFn::lt>, "elementwise ALU op (Vector)"},
     {"aten.lt.Tensor", binary<BinaryFn::lt>, "elementwise ALU op (Vector)"},
-    {"aten.max_pool2d_with_indices.default", maxPool2d, "window max (Vector)"},
+    {"aten.max_pool2d_with_indices.default", maxPool2dWithIndices, "window max (Vector); indices by window compares"},
+    {"aten.max_pool2d_with_indices_backward.default", maxPool2dBackward, "masked window scatter-adds (Vector, DMA)"},
     {"aten.maximum.default", binary<BinaryFn::max>, "elementwise ALU op (Vector)"},
     {"aten.mean.default", mean, "reduce add and scale (Vector)"},
     {"aten.mean.dim", mean, "reduce add and scale (Vector)"},
@@ -95,6 +100,7 @@ const Entry kAtenOps[] = {
     {"aten.ne.Tensor", binary<BinaryFn::ne>, "elementwise ALU op (Vector)"},
     {"aten.neg.default", unary<UnaryFn::neg>, "activation (Scalar)"},
     {"aten.permute.default", permute, "DMA with permuted access pattern"},
+    {"aten.pow.Scalar", powScalar, "exp (Scalar) of a scaled exponent"},
     {"aten.pow.Tensor_Scalar", binary<BinaryFn::pow>, "elementwise ALU op (Vector)"},
     {"aten.pow.Tensor_Tensor", binary<BinaryFn::pow>, "elementwise ALU op (Vector)"},
     {"aten.reciprocal.default", unary<UnaryFn::reciprocal>, "activation (Scalar)"},
@@ -125,6 +131,7 @@ const Entry kAtenOps[] = {
     {"aten.var.correction", var, "reduce add of squared deviations (Vector)"},
     {"aten.view.default", reshape, "view of the same HBM bytes (no instructions)"},
     {"aten.where.self", where, "select (Vector)"},
+    {"prims.fma.default", fma, "multiply and add (Vector)"},
 };
 
 } // namespace

@@ -168,6 +168,37 @@ Values indexSelect(NodeContext &ctx) {
   return {ctx.permute(y, inverse)};
 }
 
+/// index_put(self, [index], values, accumulate=True) on dim 0: the scatter-add of
+/// embedding backward, as a matmul with a one-hot matrix on the Tensor engine:
+/// self + onehot(index)^T @ values.
+Values indexPut(NodeContext &ctx) {
+  Value self = ctx.tensor(0), values = ctx.tensor(2);
+  if (!ctx.integer(3, "accumulate", 0))
+    throw ImportError("index_put without accumulate=True is not supported");
+  SmallVector<Value> indices = ctx.tensorList(1, "indices");
+  if (indices.size() != 1)
+    throw ImportError("index_put with " + std::to_string(indices.size()) +
+                      " index tensors is not supported (one, on dim 0, is)");
+  auto st = typeOf(self);
+  Type et = st.getElementType();
+  if (!isa<FloatType>(et))
+    throw ImportError("index_put accumulates float tensors only");
+  int64_t rows = st.getDimSize(0), width = st.getNumElements() / std::max<int64_t>(rows, 1);
+  int64_t n = typeOf(indices[0]).getNumElements();
+  Value idx = ctx.reshape(indices[0], {n, 1});
+  auto iotaType = RankedTensorType::get({1, rows}, typeOf(idx).getElementType());
+  SmallVector<APInt> iota;
+  for (int64_t i = 0; i < rows; ++i)
+    iota.push_back(APInt(typeOf(idx).getElementType().getIntOrFloatBitWidth(), i, true));
+  Value positions = ctx.b.create<nt::ConstantOp>(
+      ctx.loc, iotaType, cast<ElementsAttr>(DenseElementsAttr::get(iotaType, iota)));
+  Value onehot = ctx.castTo(ctx.binary(ntorch::BinaryFn::eq, idx, positions), et);
+  Value flatValues = ctx.reshape(ctx.castTo(values, et), {n, width});
+  Value sums = ctx.b.create<nt::MatmulOp>(ctx.loc, RankedTensorType::get({rows, width}, et), onehot,
+                                          flatValues, /*transpose_lhs=*/true, false);
+  return {ctx.binary(ntorch::BinaryFn::add, self, ctx.reshape(sums, st.getShape()))};
+}
+
 /// arange(start, end, step) folds to a constant: shapes are static.
 Values arange(NodeContext &ctx) {
   RankedTensorType rt = ctx.resultType();

@@ -30,6 +30,25 @@ static LogicalResult lowerSlice(TileEmitter &e, ntorch::SliceOp op) {
   return success();
 }
 
+/// Zero-fill, then a strided copy of the input into the window.
+static LogicalResult lowerScatterWindow(TileEmitter &e, ntorch::ScatterWindowOp op) {
+  auto in = tensorType(op.getInput()), res = tensorType(op.getResult());
+  Location loc = op.getLoc();
+  SmallVector<int64_t> outStrides = contiguousStrides(res.getShape()), strides;
+  Value out = e.createResultBuffer(op.getResult(), loc);
+  SmallVector<int64_t> zero(res.getRank(), 0);
+  e.fillPadded(loc, out, zero, out, zero, SmallVector<int64_t>(res.getShape()), 0.0);
+  int64_t offset = 0;
+  for (int64_t d = 0; d < res.getRank(); ++d) {
+    offset += op.getOffsets()[d] * outStrides[d];
+    strides.push_back(op.getStrides()[d] * outStrides[d]);
+  }
+  if (in.getNumElements() > 0)
+    e.copyStrided(loc, e.buffer(op.getInput()), 0, contiguousStrides(in.getShape()), out, offset,
+                  strides, in.getShape());
+  return success();
+}
+
 static LogicalResult lowerConcat(TileEmitter &e, ntorch::ConcatOp op) {
   auto res = tensorType(op.getResult());
   SmallVector<int64_t> outStrides = contiguousStrides(res.getShape());
@@ -107,6 +126,7 @@ LogicalResult lowerDataMovement(TileEmitter &e, Operation *op) {
       })
       .Case([&](ntorch::SliceOp s) { return lowerSlice(e, s); })
       .Case([&](ntorch::ConcatOp c) { return lowerConcat(e, c); })
+      .Case([&](ntorch::ScatterWindowOp w) { return lowerScatterWindow(e, w); })
       .Case([&](ntorch::PadOp p) { return lowerPad(e, p); })
       .Case([&](ntorch::GatherRowsOp g) { return lowerGatherRows(e, g); })
       .Default([](Operation *) { return failure(); });

@@ -26,7 +26,7 @@ LogicalResult lowerOp(TileEmitter &e, Operation *op) {
   if (isa<ntorch::UnaryOp, ntorch::BinaryOp, ntorch::CastOp, ntorch::SelectOp>(op))
     return lowerElementwise(e, op);
   if (isa<ntorch::ConstantOp, ntorch::ReshapeOp, ntorch::PermuteOp, ntorch::BroadcastOp,
-          ntorch::SliceOp, ntorch::ConcatOp, ntorch::PadOp, ntorch::GatherRowsOp>(op))
+          ntorch::SliceOp, ntorch::ConcatOp, ntorch::ScatterWindowOp, ntorch::PadOp, ntorch::GatherRowsOp>(op))
     return lowerDataMovement(e, op);
   if (isa<ntorch::ReduceOp>(op))
     return lowerReduction(e, op);

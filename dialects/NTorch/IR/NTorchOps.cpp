@@ -337,6 +337,20 @@ OpFoldResult SliceOp::fold(FoldAdaptor) {
   return getInput();
 }
 
+LogicalResult ScatterWindowOp::verify() {
+  auto in = tensorType(getInput()), res = tensorType(getResult());
+  int64_t rank = res.getRank();
+  if (in.getRank() != rank || (int64_t)getOffsets().size() != rank ||
+      (int64_t)getStrides().size() != rank)
+    return emitOpError("expects offsets, strides and input of rank ") << rank;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t off = getOffsets()[d], st = getStrides()[d], size = in.getDimSize(d);
+    if (off < 0 || st < 1 || (size > 0 && off + (size - 1) * st >= res.getDimSize(d)))
+      return emitOpError("dimension ") << d << ": the window exceeds size " << res.getDimSize(d);
+  }
+  return success();
+}
+
 LogicalResult ConcatOp::verify() {
   auto res = tensorType(getResult());
   int64_t dim = getDim(), total = 0;

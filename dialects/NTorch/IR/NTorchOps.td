@@ -201,6 +201,21 @@ def NTorch_PadOp : NTorch_Op<"pad", [Pure]> {
   let hasVerifier = 1;
 }
 
+def NTorch_ScatterWindowOp : NTorch_Op<"scatter_window", [Pure]> {
+  let summary = "zeros with the input placed at a strided window (gradients of windows)";
+  let description = [{
+    `result[offsets[d] + i[d] * strides[d] ...] = input[i...]`, zero elsewhere: the
+    adjoint of ntorch.slice, used by convolution and pooling backward.
+    ```mlir
+    %r = ntorch.scatter_window %g [0, 0, 1, 1] [1, 1, 2, 2] : tensor<2x3x4x4xf32> -> tensor<2x3x10x10xf32>
+    ```
+  }];
+  let arguments = (ins NTorch_Tensor:$input, DenseI64ArrayAttr:$offsets, DenseI64ArrayAttr:$strides);
+  let results = (outs NTorch_Tensor:$result);
+  let assemblyFormat = "$input $offsets $strides attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def NTorch_GatherRowsOp : NTorch_Op<"gather_rows", [Pure]> {
   let summary = "rows of a table picked by integer indices (aten.embedding, aten.index_select)";
   let description = [{

@@ -1,15 +1,16 @@
 // RUN: neuron-opt %s -neuron-lower | FileCheck %s
 // RUN: neuron-opt %s -neuron-lower=target=trn1 | FileCheck %s --check-prefix=TRN1
 
-// Linear -> ReLU with batch 3 and 200 features: the whole pipeline.
+// Linear -> ReLU with batch 3 and 200 features: the whole pipeline. The bias add and
+// ReLU run as the matmul's epilogue, reading the result straight from PSUM.
 // CHECK-LABEL: func @mlp()
 // CHECK: nisa.buffer 0 input 0 : tensor<3x200xf32>
 // CHECK: nisa.buffer 3 output 0 : tensor<3x300xf32>
 // CHECK: nisa.matmul on 0 <psum[0] + 0, {{\[\[}}1, 3], [1, 300]], f32>, <sbuf[0] + 0, {{\[\[}}1, 128], [1, 3]], f32>, {{.*}} wait [4, 1, 6, 1]
 // CHECK: nisa.matmul on 0 {{.*}} {accumulate}
-// CHECK: nisa.tensor_copy on 1 {{.*}} wait [0, 2]
-// CHECK: nisa.tensor_tensor add on 1
-// CHECK: nisa.activation relu on 2
+// CHECK-NOT: nisa.tensor_copy
+// CHECK: nisa.tensor_tensor add on 1 {{.*}}, <psum[0] + 0, {{\[\[}}1, 3], [1, 300]], f32> wait [0, 2, {{[0-9]+}}, 1]
+// CHECK-NEXT: nisa.activation relu on 2
 // CHECK: nisa.dma_copy on {{[0-9]+}} <hbm[3] + 0, {{\[\[}}300, 3], [1, 300]], f32>, {{.*}} wait [2, 1]
 // CHECK-NEXT: return
 // TRN1-LABEL: func @mlp()

@@ -31,7 +31,18 @@ namespace {
 class FusionLowering {
 public:
   FusionLowering(TileEmitter &e, ntorch::FusionOp op) : e(e), op(op), loc(op.getLoc()) {}
+  /// The iteration shape and tile size; fails on a fusion the lowering cannot tile.
+  LogicalResult analyze();
+  /// The result buffers (after analyze).
+  void createBuffers();
+  /// Emits the body for rows [r0, r0+pr) x cols [c0, c0+fc); `preset` gives tiles
+  /// for some block arguments (a matmul epilogue passes its result tile).
+  LogicalResult emitTile(int64_t r0, int64_t pr, int64_t c0, int64_t fc,
+                         const DenseMap<Value, Value> &preset);
   LogicalResult run();
+  ArrayRef<int64_t> iterationShape() const { return shape; }
+  bool hasReduce() const { return reduces; }
+  int64_t maxFree() const { return free; }
 
 private:
   Value tileFor(Value v);
@@ -51,6 +62,9 @@ private:
   Location loc;
   SmallVector<int64_t> shape, rowShape; // iteration shape and its [..., 1] form
   int64_t row0 = 0, rows = 0, col0 = 0, cols = 0;
+  bool reduces = false;
+  int64_t free = 0;
+  SmallVector<Value> buffers;
   DenseMap<Value, Value> tiles;
   DenseMap<Value, Value> constantBuffers;
 };
@@ -150,10 +164,9 @@ LogicalResult FusionLowering::emit(Operation &o) {
       .Default([&](Operation *x) { return x->emitOpError("cannot be lowered inside a fusion"); });
 }
 
-LogicalResult FusionLowering::run() {
+LogicalResult FusionLowering::analyze() {
   Block &body = op.getBody().front();
   int64_t best = -1, widest = 1;
-  bool hasReduce = false;
   auto consider = [&](Value v) {
     auto t = tensorType(v);
     widest = std::max(widest, ntile::getElementBytes(t.getElementType()));
@@ -165,7 +178,7 @@ LogicalResult FusionLowering::run() {
   for (Value arg : body.getArguments())
     consider(arg);
   for (Operation &o : body.without_terminator()) {
-    hasReduce |= isa<ntorch::ReduceOp>(o);
+    reduces |= isa<ntorch::ReduceOp>(o);
     for (Value r : o.getResults())
       consider(r);
   }
@@ -173,36 +186,84 @@ LogicalResult FusionLowering::run() {
     shape.push_back(1);
   rowShape = shape;
   rowShape.back() = 1;
-  int64_t maxFree = hasReduce ? shape.back() : e.maxTileFree(widest);
-  if (hasReduce && shape.back() > e.maxTileFree(4) * 2)
+  free = reduces ? shape.back() : e.maxTileFree(widest);
+  if (reduces && shape.back() > e.maxTileFree(4) * 2)
     return op.emitOpError("fuses a reduction over rows of ") << shape.back()
                                                               << " elements, more than a tile";
-  SmallVector<Value> buffers;
+  return success();
+}
+
+void FusionLowering::createBuffers() {
   for (Value r : op.getResults())
     buffers.push_back(e.createResultBuffer(r, loc));
+}
+
+LogicalResult FusionLowering::emitTile(int64_t r0, int64_t pr, int64_t c0, int64_t fc,
+                                       const DenseMap<Value, Value> &preset) {
+  Block &body = op.getBody().front();
+  row0 = r0, rows = pr, col0 = c0, cols = fc;
+  tiles = preset;
+  for (Operation &o : body.without_terminator())
+    if (failed(emit(o)))
+      return failure();
   auto yield = cast<ntorch::YieldOp>(body.getTerminator());
-  LogicalResult status = success();
-  e.forEachTile(shape, maxFree, [&](int64_t r0, int64_t pr, int64_t c0, int64_t fc) {
-    if (failed(status))
-      return;
-    row0 = r0, rows = pr, col0 = c0, cols = fc;
-    tiles.clear();
-    for (Operation &o : body.without_terminator())
-      if (failed(emit(o))) {
-        status = failure();
-        return;
-      }
-    for (auto [v, buffer] : llvm::zip(yield.getValues(), buffers)) {
-      Value tile = tileFor(v);
-      if (freeOf(tile) == 1 && cols != 1) {
-        if (c0 == 0)
-          e.storeRows(loc, tile, buffer, rowShape, r0, pr, 0, 1);
-      } else {
-        e.storeRows(loc, tile, buffer, shape, r0, pr, c0, fc);
-      }
+  for (auto [v, buffer] : llvm::zip(yield.getValues(), buffers)) {
+    Value tile = tileFor(v);
+    if (freeOf(tile) == 1 && cols != 1) {
+      if (c0 == 0)
+        e.storeRows(loc, tile, buffer, rowShape, r0, pr, 0, 1);
+    } else {
+      e.storeRows(loc, tile, buffer, shape, r0, pr, c0, fc);
     }
+  }
+  return success();
+}
+
+LogicalResult FusionLowering::run() {
+  if (failed(analyze()))
+    return failure();
+  createBuffers();
+  LogicalResult status = success();
+  e.forEachTile(shape, free, [&](int64_t r0, int64_t pr, int64_t c0, int64_t fc) {
+    if (succeeded(status))
+      status = emitTile(r0, pr, c0, fc, {});
   });
   return status;
+}
+
+std::optional<MatmulEpilogue> matchMatmulEpilogue(TileEmitter &e, ntorch::MatmulOp matmul) {
+  Value result = matmul.getResult();
+  if (!result.hasOneUse())
+    return std::nullopt;
+  OpOperand &use = *result.use_begin();
+  auto fusion = dyn_cast<ntorch::FusionOp>(use.getOwner());
+  if (!fusion || fusion->getBlock() != matmul->getBlock())
+    return std::nullopt;
+  // The fusion's other operands must exist when the matmul runs.
+  for (Value in : fusion.getInputs()) {
+    if (in == result)
+      continue;
+    Operation *def = in.getDefiningOp();
+    if (def && !def->isBeforeInBlock(matmul))
+      return std::nullopt;
+  }
+  auto lowering = std::make_shared<FusionLowering>(e, fusion);
+  auto resultShape = cast<RankedTensorType>(result.getType()).getShape();
+  if (failed(lowering->analyze()) || lowering->iterationShape() != resultShape ||
+      (lowering->hasReduce() && resultShape.back() > e.target.matmulMaxN))
+    return std::nullopt;
+  lowering->createBuffers();
+  Value arg = fusion.getBody().front().getArgument(use.getOperandNumber());
+  e.markLowered(fusion);
+  MatmulEpilogue epilogue;
+  epilogue.emit = [lowering, arg](int64_t row0, int64_t rows, int64_t col0, int64_t cols,
+                                  Value tile) {
+    DenseMap<Value, Value> preset;
+    preset[arg] = tile;
+    return lowering->emitTile(row0, rows, col0, cols, preset);
+  };
+  epilogue.elementType = tensorType(arg).getElementType();
+  return epilogue;
 }
 
 LogicalResult lowerFusion(TileEmitter &e, Operation *op) {

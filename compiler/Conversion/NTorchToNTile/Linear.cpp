@@ -28,7 +28,8 @@ LogicalResult lowerMatmul(TileEmitter &e, Operation *operation) {
   int64_t rhsK = op.getTransposeRhs() ? 1 : N, rhsN = op.getTransposeRhs() ? K : 1;
 
   Value lhs = e.buffer(op.getLhs()), rhs = e.buffer(op.getRhs());
-  Value out = e.createResultBuffer(op.getResult(), loc);
+  std::optional<MatmulEpilogue> epilogue = matchMatmulEpilogue(e, op);
+  Value out = epilogue ? Value() : e.createResultBuffer(op.getResult(), loc);
   Type lhsEt = lhsType.getElementType(), rhsEt = rhsType.getElementType();
   Type f32 = e.b.getF32Type();
   const int64_t tileK = e.target.partitions, tileM = e.target.matmulMaxM,
@@ -65,8 +66,18 @@ LogicalResult lowerMatmul(TileEmitter &e, Operation *operation) {
               e.pattern(0, {{nn, kk}, {1, nn}}));
         e.b.create<ntile::MatmulOp>(loc, st, mv, acc, /*accumulate=*/k0 > 0);
       }
-      Value result = e.allocTile(loc, mm, nn, resType.getElementType(), MemSpace::sbuf);
-      e.b.create<ntile::CopyOp>(loc, acc, result);
+      Value result = acc;
+      Type resultType = epilogue ? epilogue->elementType : resType.getElementType();
+      if (!epilogue || !resultType.isF32()) {
+        // Evacuate PSUM, rounding to the result type as eager PyTorch does.
+        result = e.allocTile(loc, mm, nn, resultType, MemSpace::sbuf);
+        e.b.create<ntile::CopyOp>(loc, acc, result);
+      }
+      if (epilogue) {
+        if (failed(epilogue->emit(batch * M + m0, mm, n0, nn, result)))
+          return failure();
+        continue;
+      }
       e.dma(loc, result, e.pattern(0, {{nn, mm}, {1, nn}}), out,
             e.pattern(outBase + m0 * N + n0, {{N, mm}, {1, nn}}));
     }

@@ -65,7 +65,7 @@ LogicalResult convertFunc(func::FuncOp func, const runtime::Target &target) {
     e.setOutput(v, outputArg(i));
 
   for (Operation &op : func.getBody().front().without_terminator())
-    if (failed(lowerOp(e, &op))) {
+    if (!e.isLowered(&op) && failed(lowerOp(e, &op))) {
       lowered.erase();
       return failure();
     }

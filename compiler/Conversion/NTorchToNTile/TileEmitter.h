@@ -5,7 +5,9 @@
 #include "runtime/Target.h"
 
 #include "mlir/IR/Builders.h"
+#include "dialects/NTorch/IR/NTorchOps.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 
 #include <functional>
 
@@ -74,16 +76,36 @@ public:
   /// A new HBM buffer of `type`.
   mlir::Value allocHbm(mlir::Location loc, mlir::RankedTensorType type);
 
+  /// Ops lowered ahead of their turn (a fusion emitted as a matmul's epilogue).
+  void markLowered(mlir::Operation *op) { loweredEarly.insert(op); }
+  bool isLowered(mlir::Operation *op) const { return loweredEarly.contains(op); }
+
 private:
   llvm::DenseMap<mlir::Value, mlir::Value> buffers;
   llvm::DenseMap<mlir::Value, mlir::Value> outputs;
+  llvm::DenseSet<mlir::Operation *> loweredEarly;
 };
+
+/// A fusion that consumes a matmul's result tile by tile, straight from PSUM.
+struct MatmulEpilogue {
+  /// Emits the fusion for output rows/cols given the matmul's result tile.
+  std::function<mlir::LogicalResult(int64_t row0, int64_t rows, int64_t col0, int64_t cols,
+                                    mlir::Value tile)>
+      emit;
+  /// Element type the fusion expects for the matmul result (PSUM is copied to it).
+  mlir::Type elementType;
+};
+
 
 /// Row-major strides of a contiguous shape.
 llvm::SmallVector<int64_t> contiguousStrides(llvm::ArrayRef<int64_t> shape);
 /// Strides that read a contiguous tensor of `from` shape broadcast to `to`.
 llvm::SmallVector<int64_t> broadcastStrides(llvm::ArrayRef<int64_t> from,
                                             llvm::ArrayRef<int64_t> to);
+
+/// The epilogue fusion of `matmul`, when its only user is a fusion over its result
+/// whose other operands exist already; marks the fusion as lowered.
+std::optional<MatmulEpilogue> matchMatmulEpilogue(TileEmitter &e, ntorch::MatmulOp matmul);
 
 // Per-category lowerings; each returns failure after emitting an error.
 mlir::LogicalResult lowerMatmul(TileEmitter &e, mlir::Operation *op);

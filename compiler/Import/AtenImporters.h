@@ -73,6 +73,8 @@ Values constantPad(NodeContext &ctx);
 Values embedding(NodeContext &ctx);
 Values indexSelect(NodeContext &ctx);
 Values indexPut(NodeContext &ctx);
+Values gather(NodeContext &ctx);
+Values scatterValue(NodeContext &ctx);
 Values arange(NodeContext &ctx);
 Values full(NodeContext &ctx);
 Values fullLike(NodeContext &ctx);

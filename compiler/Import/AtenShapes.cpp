@@ -199,6 +199,96 @@ Values indexPut(NodeContext &ctx) {
   return {ctx.binary(ntorch::BinaryFn::add, self, ctx.reshape(sums, st.getShape()))};
 }
 
+/// Positions 0..n-1 along the last dim of a tensor of rank `rank`: shape [1, ..., 1, n].
+static Value positions(NodeContext &ctx, int64_t n, int64_t rank, Type et) {
+  SmallVector<int64_t> shape(rank, 1);
+  shape.back() = n;
+  auto type = RankedTensorType::get(shape, et);
+  SmallVector<APInt> values;
+  for (int64_t i = 0; i < n; ++i)
+    values.push_back(APInt(et.getIntOrFloatBitWidth(), i, true));
+  return ctx.b.create<nt::ConstantOp>(ctx.loc, type,
+                                      cast<ElementsAttr>(DenseElementsAttr::get(type, values)));
+}
+
+/// Moves `dim` last (returns the permutation, empty when already last).
+static SmallVector<int64_t> lastDimPerm(int64_t dim, int64_t rank) {
+  if (dim == rank - 1)
+    return {};
+  SmallVector<int64_t> perm;
+  for (int64_t i = 0; i < rank; ++i)
+    if (i != dim)
+      perm.push_back(i);
+  perm.push_back(dim);
+  return perm;
+}
+
+static SmallVector<int64_t> inversePerm(ArrayRef<int64_t> perm) {
+  SmallVector<int64_t> inv(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i)
+    inv[perm[i]] = i;
+  return inv;
+}
+
+/// gather(x, dim, index): out[..., k] = x[..., index[..., k]] along `dim`, as a one-hot
+/// select and a sum over the gathered dim: [..., K, 1] == [..., 1, C] -> [..., K, C].
+Values gather(NodeContext &ctx) {
+  Value x = ctx.tensor(0), index = ctx.tensor(2);
+  auto xt = typeOf(x);
+  int64_t rank = xt.getRank(), dim = ctx.dim(ctx.integer(1, "dim", 0), rank);
+  if (typeOf(index).getRank() != rank)
+    throw ImportError("gather index must have the input's rank");
+  SmallVector<int64_t> perm = lastDimPerm(dim, rank);
+  if (!perm.empty()) {
+    x = ctx.permute(x, perm);
+    index = ctx.permute(index, perm);
+  }
+  auto it = typeOf(index);
+  for (int64_t d = 0; d + 1 < rank; ++d)
+    if (it.getDimSize(d) != typeOf(x).getDimSize(d))
+      throw ImportError("gather with an index smaller than the input outside `dim` is not supported");
+  int64_t c = typeOf(x).getShape().back(), k = it.getShape().back();
+  SmallVector<int64_t> idxShape(it.getShape()), xShape(typeOf(x).getShape());
+  idxShape.push_back(1);
+  xShape.insert(xShape.end() - 1, 1);
+  Value hit = ctx.binary(ntorch::BinaryFn::eq, ctx.reshape(index, idxShape),
+                         positions(ctx, c, rank + 1, it.getElementType()));
+  Value zero = ctx.scalar(xt.getElementType(), 0.0);
+  SmallVector<int64_t> selShape(it.getShape());
+  selShape.push_back(c);
+  Value picked = ctx.b.create<nt::SelectOp>(ctx.loc, RankedTensorType::get(selShape, xt.getElementType()),
+                                            hit, ctx.reshape(x, xShape), zero);
+  Value y = ctx.reduce(ntorch::ReduceFn::sum, picked, {rank}, false);
+  (void)k;
+  return {perm.empty() ? y : ctx.permute(y, inversePerm(perm))};
+}
+
+/// scatter.value(self, dim, index, value): self with `value` where index points,
+/// as a one-hot mask over the scattered dim.
+Values scatterValue(NodeContext &ctx) {
+  Value self = ctx.tensor(0), index = ctx.tensor(2);
+  auto st = typeOf(self);
+  int64_t rank = st.getRank(), dim = ctx.dim(ctx.integer(1, "dim", 0), rank);
+  SmallVector<int64_t> perm = lastDimPerm(dim, rank);
+  if (!perm.empty()) {
+    self = ctx.permute(self, perm);
+    index = ctx.permute(index, perm);
+  }
+  auto it = typeOf(index);
+  int64_t c = typeOf(self).getShape().back();
+  SmallVector<int64_t> idxShape(it.getShape());
+  idxShape.push_back(1);
+  Value hit = ctx.binary(ntorch::BinaryFn::eq, ctx.reshape(index, idxShape),
+                         positions(ctx, c, rank + 1, it.getElementType()));
+  // Any of the K indices: reduce over K.
+  Value mask = ctx.reduce(ntorch::ReduceFn::max, hit, {rank - 1}, false);
+  if (typeOf(mask).getShape() != typeOf(self).getShape())
+    throw ImportError("scatter with an index smaller than the input outside `dim` is not supported");
+  Value value = ctx.scalar(st.getElementType(), ctx.number(3, "value", 0.0));
+  Value y = ctx.b.create<nt::SelectOp>(ctx.loc, typeOf(self), mask, value, self);
+  return {perm.empty() ? y : ctx.permute(y, inversePerm(perm))};
+}
+
 /// arange(start, end, step) folds to a constant: shapes are static.
 Values arange(NodeContext &ctx) {
   RankedTensorType rt = ctx.resultType();

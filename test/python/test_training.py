@@ -155,3 +155,22 @@ def test_measure_sums_a_training_step():
     assert len(m.runs) >= 3  # forward, backward, optimizer
     assert m.sim_ns == pytest.approx(sum(r["sim_ns"] for r in m.runs))
     assert m.sim_ns > max(r["sim_ns"] for r in m.runs) > 0
+
+
+def test_autocast_bf16_region_trains():
+    """A torch.autocast("cpu", bfloat16) region compiles; outputs and gradients match eager
+    under the same autocast within bf16 tolerance (3e-2 of the largest magnitude)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 128), nn.GELU(), nn.LayerNorm(128), nn.Linear(128, 10))
+    ref = copy.deepcopy(model)
+    x = torch.randn(8, 64)
+    compiled = torch.compile(model, backend="neuron", dynamic=False)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = compiled(x)
+        expected = ref(x)
+    assert y.dtype == torch.bfloat16
+    assert (y.float() - expected.float()).abs().max() <= 3e-2 * expected.float().abs().max()
+    y.float().pow(2).mean().backward()
+    expected.float().pow(2).mean().backward()
+    for p, q in zip(model.parameters(), ref.parameters()):
+        assert (p.grad - q.grad).abs().max() <= 3e-2 * q.grad.abs().max()

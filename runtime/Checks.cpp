@@ -64,6 +64,7 @@ private:
   void expectSpace(const AccessPattern &ap, int src, MemSpace s) const;
   void expectSameShape(const ApFacts &a, const ApFacts &b, int src) const;
   InstrShape checkDma();
+  InstrShape checkGather();
   InstrShape checkMatmul();
   InstrShape checkCompute();
 
@@ -85,6 +86,7 @@ void Checker::checkQueue() {
   bool ok = false;
   switch (inst_.opcode) {
   case Opcode::DmaCopy:
+  case Opcode::DmaGather:
     ok = e == Engine::Dma;
     break;
   case Opcode::Matmul:
@@ -96,6 +98,7 @@ void Checker::checkQueue() {
   case Opcode::TensorTensor:
   case Opcode::TensorScalar:
   case Opcode::TensorReduce:
+  case Opcode::Select:
     ok = e == Engine::Vector || e == Engine::GpSimd;
     break;
   case Opcode::TensorCopy:
@@ -269,6 +272,44 @@ InstrShape Checker::checkDma() {
   return sh;
 }
 
+InstrShape Checker::checkGather() {
+  expectSrcs(2);
+  const AccessPattern &table = inst_.srcs[0], &idx = inst_.srcs[1];
+  expectSpace(inst_.dst, -1, MemSpace::Sbuf);
+  expectSpace(table, 0, MemSpace::Hbm);
+  expectSpace(idx, 1, MemSpace::Sbuf);
+  if (table.dims.empty())
+    fail("srcs[0] needs a row dim {row stride, rows} first");
+  ApFacts d = checkAp(inst_.dst, -1, false);
+  checkAp(table, 0, false); // every row of the table lies inside its buffer
+  ApFacts ix = checkAp(idx, 1, false);
+  if (idx.dtype != DType::I32 && idx.dtype != DType::I64)
+    fail(std::string("index dtype ") + dtypeName(idx.dtype) +
+         " is not supported (i32, i64)");
+  if (ix.partitions != d.partitions || ix.freeElems != 1)
+    fail("srcs[1] must be a [" + std::to_string(d.partitions) +
+         ", 1] index tile, got [" + std::to_string(ix.partitions) + ", " +
+         std::to_string(ix.freeElems) + "]");
+  if (inst_.dst.dtype != table.dtype)
+    fail(std::string("dst dtype ") + dtypeName(inst_.dst.dtype) +
+         " differs from the table dtype " + dtypeName(table.dtype) +
+         " (DMA does not convert)");
+  int64_t row = 1;
+  for (size_t k = 1; k < table.dims.size(); ++k)
+    row *= table.dims[k][1];
+  if (row != d.freeElems)
+    fail("dst has " + std::to_string(d.freeElems) +
+         " elements per partition but a table row has " + std::to_string(row));
+  InstrShape sh;
+  sh.partitions = d.partitions;
+  sh.freeElems = d.freeElems;
+  sh.bytes = d.partitions * d.freeElems * dtypeSize(table.dtype);
+  sh.hbmSides = 1;
+  sh.gatherRows = d.partitions;
+  sh.tableRows = table.dims[0][1];
+  return sh;
+}
+
 InstrShape Checker::checkMatmul() {
   expectSrcs(2);
   const AccessPattern &stat = inst_.srcs[0], &mov = inst_.srcs[1];
@@ -320,6 +361,9 @@ InstrShape Checker::checkCompute() {
   case Opcode::TensorTensor:
     nsrc = 2;
     break;
+  case Opcode::Select:
+    nsrc = 3;
+    break;
   case Opcode::Memset:
   case Opcode::Iota:
     nsrc = 0;
@@ -370,6 +414,8 @@ InstrShape Checker::run() {
   switch (inst_.opcode) {
   case Opcode::DmaCopy:
     return checkDma();
+  case Opcode::DmaGather:
+    return checkGather();
   case Opcode::Matmul:
     return checkMatmul();
   default:

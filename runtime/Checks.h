@@ -16,8 +16,10 @@ struct InstrShape {
   int64_t partitions = 1; // partitions of dst (compute instructions)
   int64_t freeElems = 0;  // N of the cost formulas: free elements per partition
   int64_t matmulK = 0, matmulM = 0, matmulN = 0;
-  int64_t bytes = 0; // DmaCopy: bytes moved
-  int hbmSides = 0;  // DmaCopy: how many of src/dst are in HBM
+  int64_t bytes = 0; // DmaCopy, DmaGather: bytes moved
+  int hbmSides = 0;  // DmaCopy, DmaGather: how many of src/dst are in HBM
+  int64_t gatherRows = 0; // DmaGather: rows gathered (= dst partitions)
+  int64_t tableRows = 0;  // DmaGather: rows of the table (valid indices)
   bool touchesSbuf = false, touchesPsum = false;
 };
 

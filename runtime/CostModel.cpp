@@ -6,6 +6,16 @@
 // when an operand's innermost free stride exceeds 16 bytes (HARDWARE.md:
 // such strides halve SBUF/PSUM bandwidth). Matmuls occupy the Tensor engine
 // for their initiation interval and complete matmulLatencyCycles later.
+//
+// Broadcast operands: a source whose innermost free dim has stride 0 (a
+// [P, 1] tile read along the row, as the compiler's fusion emits) reads one
+// value per partition. A tensor_tensor with such an operand is what the
+// hardware runs as a tensor_scalar with a per-partition scalar operand, so it
+// costs N (tensor_scalar's formula) rather than 2N. Stride 0 never counts as
+// a wide stride.
+//
+// Select (dst = cond ? a : b) has no documented cost; ESTIMATE: tensor_tensor's
+// general formula, 2N (three source streams, no fast mode).
 #include "runtime/CostModel.h"
 
 #include <algorithm>
@@ -34,12 +44,23 @@ bool wideInnerStride(const AccessPattern &ap) {
   return (s < 0 ? -s : s) * dtypeSize(ap.dtype) > 16;
 }
 
+/// The innermost free dim (size > 1) has stride 0: one value per partition.
+bool broadcastRow(const AccessPattern &ap) {
+  for (size_t i = ap.dims.size(); i-- > 1;)
+    if (ap.dims[i][1] > 1)
+      return ap.dims[i][0] == 0;
+  return false;
+}
+
 double tensorTensorCycles(const Instruction &inst, double n) {
-  bool psumInput = false, contiguous = true;
+  bool psumInput = false, contiguous = true, broadcast = false;
   for (const auto &s : inst.srcs) {
     psumInput |= s.space == MemSpace::Psum;
     contiguous &= innerContiguous(s);
+    broadcast |= broadcastRow(s);
   }
+  if (broadcast) // runs as a tensor_scalar with a per-partition operand
+    return n;
   bool fastAlu = inst.alu == AluOp::Add || inst.alu == AluOp::Sub ||
                  inst.alu == AluOp::Mul;
   if (psumInput || (allBf16(inst) && fastAlu && contiguous))
@@ -100,7 +121,11 @@ double computeCycles(const Target &t, const Instruction &inst,
   case Opcode::Iota:
     c = t.iotaFixedCycles + n;
     break;
+  case Opcode::Select:
+    c = 2 * n;
+    break;
   case Opcode::DmaCopy:
+  case Opcode::DmaGather:
     return 0;
   }
   bool wide = wideInnerStride(inst.dst);
@@ -132,6 +157,10 @@ double stalledOverheadNs(const Target &t, Engine e) {
 
 double dmaQueueNs(const Target &t, int64_t bytes) {
   return t.dmaFixedNs + double(bytes) / t.dmaBytesPerNsPerQueue;
+}
+
+double dmaGatherQueueNs(const Target &t, int64_t bytes, int64_t rows) {
+  return dmaQueueNs(t, bytes) + double(rows) * t.dmaDescriptorNs;
 }
 
 double hbmNs(const Target &t, int64_t bytes) {

@@ -7,13 +7,20 @@
 // Instructions with an integer operand (and iota) compute in double through
 // the generic functors of ElementOps.h. Matmul packs its operands into panels
 // and runs the blocked kernel of MatmulKernel.cpp straight into PSUM.
+// Select takes the float path when its two value operands and dst are float
+// (the condition, often i1, converts to float without turning non-zero into
+// zero). Sources may be broadcast along the row (innermost free stride 0):
+// they never run in place and are gathered with one load per run. DmaGather
+// copies one table row per destination partition, checking each index.
 #include "runtime/Execute.h"
 
 #include "runtime/ElementOps.h"
 #include "runtime/Kernels.h"
 #include "runtime/Numerics.h"
+#include "runtime/Simulator.h"
 
 #include <algorithm>
+#include <string>
 
 namespace neuron::runtime {
 
@@ -85,9 +92,10 @@ void Executor::elementwise(const Instruction &inst, const InstrShape &shape) {
   Cursor d(dv);
   Cursor s0(inst.srcs.size() > 0 ? mem_.view(inst.srcs[0]) : dv);
   Cursor s1(inst.srcs.size() > 1 ? mem_.view(inst.srcs[1]) : dv);
+  Cursor s2(inst.srcs.size() > 2 ? mem_.view(inst.srcs[2]) : dv);
   const int64_t total = dv.numElements();
   T *a = scratch<T>(0, kChunk), *b = scratch<T>(1, kChunk),
-    *o = scratch<T>(2, kChunk);
+    *o = scratch<T>(2, kChunk), *c = scratch<T>(3, kChunk);
   const T imm0 = T(inst.imm[0]), imm1 = T(inst.imm[1]);
   const int64_t freeElems = shape.freeElems;
 
@@ -122,6 +130,13 @@ void Executor::elementwise(const Instruction &inst, const InstrShape &shape) {
       break;
     case Opcode::TensorCopy:
       gather(s0, o, n);
+      break;
+    case Opcode::Select:
+      gather(s0, a, n);
+      gather(s1, b, n);
+      gather(s2, c, n);
+      for (int64_t i = 0; i < n; ++i)
+        o[i] = a[i] != T(0) ? b[i] : c[i];
       break;
     case Opcode::Memset:
       std::fill(o, o + n, imm0);
@@ -185,9 +200,10 @@ void Executor::elementwiseF32(const Instruction &inst) {
   Cursor d(dv);
   Cursor s0(nsrc > 0 ? mem_.view(inst.srcs[0]) : dv);
   Cursor s1(nsrc > 1 ? mem_.view(inst.srcs[1]) : dv);
+  Cursor s2(nsrc > 2 ? mem_.view(inst.srcs[2]) : dv);
   const int64_t total = dv.numElements();
   float *ba = scratch<float>(0, kChunkF), *bb = scratch<float>(1, kChunkF),
-        *bo = scratch<float>(2, kChunkF);
+        *bo = scratch<float>(2, kChunkF), *bc = scratch<float>(3, kChunkF);
   const float imm0 = float(inst.imm[0]), imm1 = float(inst.imm[1]);
 
   for (int64_t off = 0; off < total;) {
@@ -202,10 +218,12 @@ void Executor::elementwiseF32(const Instruction &inst) {
       align(s0);
     if (nsrc > 1)
       align(s1);
+    if (nsrc > 2)
+      align(s2);
     const Range dr = nextRange(d, n);
 
     // Sources: in place, or converted into scratch.
-    const float *a = nullptr, *b = nullptr;
+    const float *a = nullptr, *b = nullptr, *c = nullptr;
     bool aliasOk = true; // no in-place source partially overlaps dst
     auto fetch = [&](Cursor &c, float *buf) -> const float * {
       if (!directF32(c, n)) {
@@ -223,6 +241,8 @@ void Executor::elementwiseF32(const Instruction &inst) {
       a = fetch(s0, ba);
     if (nsrc > 1)
       b = fetch(s1, bb);
+    if (nsrc > 2)
+      c = fetch(s2, bc);
 
     if (inst.opcode == Opcode::TensorCopy) { // a dtype conversion
       if (a != ba && !aliasOk) {
@@ -249,6 +269,10 @@ void Executor::elementwiseF32(const Instruction &inst) {
       break;
     case Opcode::Memset:
       std::fill(o, o + n, imm0);
+      break;
+    case Opcode::Select:
+      for (int64_t i = 0; i < n; ++i)
+        o[i] = a[i] != 0.0f ? b[i] : c[i];
       break;
     default:
       break;
@@ -402,11 +426,47 @@ void matmulKernel(const float *a, const float *b, float *c, int64_t k,
   kernels::matmulPanels(ap.data(), bp.data(), c, k, m, n, n, false);
 }
 
-void Executor::run(const Instruction &inst, const InstrShape &shape) {
+void Executor::gatherRows(size_t index, const Instruction &inst,
+                          const InstrShape &shape) {
+  const int64_t parts = shape.gatherRows, rows = shape.tableRows;
+  double *idx = scratch<double>(0, size_t(parts));
+  Cursor ic(mem_.view(inst.srcs[1]));
+  gather(ic, idx, parts); // i32 exactly; i64 exactly up to 2^53
+  const AccessPattern &table = inst.srcs[0];
+  AccessPattern row = table; // one row: the table's dims without the first
+  row.dims.erase(row.dims.begin());
+  AccessPattern dstRow = inst.dst; // one partition of dst
+  const int64_t pstride = parts > 1 ? inst.dst.dims[0][0] : 0;
+  dstRow.dims[0] = {1, 1};
+  for (int64_t p = 0; p < parts; ++p) {
+    const double r = idx[p];
+    if (!(r >= 0 && r < double(rows)))
+      failInstruction(index, inst,
+                      "index " + std::to_string(toInt64(r)) + " (partition " +
+                          std::to_string(p) + ") is outside the table's " +
+                          std::to_string(rows) + " rows");
+    row.offset = table.offset + int64_t(r) * table.dims[0][0];
+    dstRow.partition = uint32_t(int64_t(inst.dst.partition) + p * pstride);
+    copyElements(mem_.view(dstRow), mem_.view(row));
+  }
+}
+
+void Executor::run(size_t index, const Instruction &inst,
+                   const InstrShape &shape) {
   mem_.prepare(inst);
   switch (inst.opcode) {
   case Opcode::DmaCopy:
     copyElements(mem_.view(inst.dst), mem_.view(inst.srcs[0]));
+    return;
+  case Opcode::DmaGather:
+    gatherRows(index, inst, shape);
+    return;
+  case Opcode::Select:
+    if (isIntegerDType(inst.dst.dtype) || isIntegerDType(inst.srcs[1].dtype) ||
+        isIntegerDType(inst.srcs[2].dtype))
+      elementwise<double>(inst, shape);
+    else
+      elementwiseF32(inst);
     return;
   case Opcode::Matmul:
     matmul(inst, shape);

@@ -5,6 +5,7 @@
 #include "runtime/Memory.h"
 #include "runtime/Program.h"
 
+#include <cstddef>
 #include <vector>
 
 namespace neuron::runtime {
@@ -13,8 +14,10 @@ class Executor {
 public:
   explicit Executor(Memory &memory) : mem_(memory) {}
 
-  /// Executes `inst`; `shape` is what checkInstruction returned for it.
-  void run(const Instruction &inst, const InstrShape &shape);
+  /// Executes `inst`, instruction `index` of its program; `shape` is what
+  /// checkInstruction returned for it. Throws SimulationError on a
+  /// data-dependent error (a DmaGather index out of range).
+  void run(size_t index, const Instruction &inst, const InstrShape &shape);
 
 private:
   // Integer operands: computed in double (exact up to 2^53).
@@ -25,11 +28,13 @@ private:
   void elementwiseF32(const Instruction &inst);
   void reduceF32(const Instruction &inst);
   void matmul(const Instruction &inst, const InstrShape &shape);
+  void gatherRows(size_t index, const Instruction &inst,
+                  const InstrShape &shape);
   template <class T> T *scratch(int slot, size_t n);
 
   Memory &mem_;
-  std::vector<float> fbuf_[3];
-  std::vector<double> dbuf_[3];
+  std::vector<float> fbuf_[4];   // slots: srcs[0], srcs[1], result, srcs[2]
+  std::vector<double> dbuf_[4];
   std::vector<float> mmA_, mmB_, mmC_, mmRow_;
 };
 

@@ -228,10 +228,16 @@ void Memory::touch(const AccessPattern &ap, bool write) {
       continue;
     const int64_t gLo = g * G, gHi = std::min(gLo + G, b.partBytes);
     if (!(dense && lo <= gLo && gHi <= hi)) { // not overwritten entirely
+      // A dense write overwrites [lo, hi): clear only the rest of the granule.
+      const int64_t keepLo = dense ? std::max(lo, gLo) : gHi;
+      const int64_t keepHi = dense ? std::min(hi, gHi) : gHi;
       for (int w = 0; w < 2; ++w)
         for (uint64_t m = w ? m1 : m0; m; m &= m - 1) {
           const int64_t p = w * 64 + __builtin_ctzll(m);
-          std::memset(b.base + p * b.partBytes + gLo, b.fill, size_t(gHi - gLo));
+          uint8_t *row = b.base + p * b.partBytes;
+          std::memset(row + gLo, b.fill, size_t(keepLo - gLo));
+          if (keepHi < gHi)
+            std::memset(row + keepHi, b.fill, size_t(gHi - keepHi));
         }
     }
     st[0] &= ~m0;

@@ -39,8 +39,9 @@ private:
   /// recycled through a per-thread cache (Memory.cpp) instead of being
   /// allocated and zero-filled per run. What the last run touched is "stale"
   /// in the next one, tracked per partition and kGranule bytes, and cleared
-  /// lazily: when an instruction reads it, or writes only part of a granule;
-  /// a granule an instruction overwrites entirely is never cleared.
+  /// lazily: when an instruction reads it, or writes only part of a granule
+  /// (a dense write clears only the part it does not overwrite); a granule an
+  /// instruction overwrites entirely is never cleared.
   struct OnChip {
     static constexpr int64_t kGranule = 2048;
     uint8_t *base = nullptr;

@@ -9,6 +9,7 @@
 #include "runtime/Kernels.h"
 #include "runtime/Program.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -91,7 +92,11 @@ namespace detail {
 template <class S, class T, class Cvt>
 inline void loadLoop(const uint8_t *p, int64_t stride, T *out, int64_t n,
                      Cvt cvt) {
-  if (stride == int64_t(sizeof(S))) {
+  if (stride == 0) { // a broadcast: one element, n times
+    S v;
+    std::memcpy(&v, p, sizeof(S));
+    std::fill(out, out + n, T(cvt(v)));
+  } else if (stride == int64_t(sizeof(S))) {
     for (int64_t i = 0; i < n; ++i) {
       S v;
       std::memcpy(&v, p + i * int64_t(sizeof(S)), sizeof(S));

@@ -6,7 +6,8 @@
 // instruction of q completes. Compute instructions cost per CostModel.h; an
 // instruction whose start was set by a wait pays the static overhead too.
 // DMA transfers take dmaFixedNs + bytes / dmaBytesPerNsPerQueue on their
-// queue and reserve time on the shared HBM channel (HbmChannel.h). On NC-v2
+// queue (a DmaGather dmaDescriptorNs more per row) and reserve time on the
+// shared HBM channel (HbmChannel.h). On NC-v2
 // (sharedSbufPsumPorts) Vector/GpSimd serialize on SBUF and Vector/Scalar on
 // PSUM.
 #include "runtime/Simulator.h"
@@ -64,6 +65,14 @@ public:
 
 private:
   double waitsSatisfied(size_t index, const Instruction &inst) const;
+  /// Rethrows `e` with " (from <origin>)" appended if `inst` has an origin.
+  [[noreturn]] void rethrowWithOrigin(const SimulationError &e,
+                                      const Instruction &inst) const {
+    if (inst.origin < prog_.origins.size())
+      throw SimulationError(std::string(e.what()) + " (from " +
+                            prog_.origins[inst.origin] + ")");
+    throw e;
+  }
   void timeDma(const InstrShape &sh, double start, double &end);
   void pruneHbm();
   void report(bool fp32Peak);
@@ -110,7 +119,9 @@ double Simulation::waitsSatisfied(size_t index, const Instruction &inst) const {
 }
 
 void Simulation::timeDma(const InstrShape &sh, double start, double &end) {
-  end = start + dmaQueueNs(tgt_, sh.bytes);
+  end = start + (sh.gatherRows > 0
+                     ? dmaGatherQueueNs(tgt_, sh.bytes, sh.gatherRows)
+                     : dmaQueueNs(tgt_, sh.bytes));
   if (sh.hbmSides > 0) {
     const int64_t hbmBytes = sh.bytes * sh.hbmSides;
     double hbmEnd =
@@ -184,7 +195,12 @@ RunStats Simulation::run(const std::vector<const void *> &inputs,
 
   for (size_t i = 0; i < insts.size(); ++i) {
     const Instruction &inst = insts[i];
-    const InstrShape sh = checkInstruction(prog_, tgt_, i);
+    InstrShape sh;
+    try {
+      sh = checkInstruction(prog_, tgt_, i);
+    } catch (const SimulationError &e) {
+      rethrowWithOrigin(e, inst);
+    }
     const int q = inst.queue;
     const Engine eng = engineOfQueue(q);
     const double ready = waitsSatisfied(i, inst);
@@ -232,8 +248,13 @@ RunStats Simulation::run(const std::vector<const void *> &inputs,
     if (opts_.timeline)
       opts_.timeline->push_back(
           {uint32_t(i), uint16_t(q), start, end, complete});
-    if (exec)
-      exec->run(inst, sh);
+    if (exec) {
+      try {
+        exec->run(i, inst, sh);
+      } catch (const SimulationError &e) {
+        rethrowWithOrigin(e, inst);
+      }
+    }
   }
 
   stats_.instructions = insts.size();

@@ -27,7 +27,11 @@ struct InstructionTiming {
 };
 
 struct RunOptions {
-  bool timingOnly = false;        // skip functional execution
+  /// Skip functional execution: outputs are not written (their contents are
+  /// whatever the caller's memory held) and data-dependent errors, such as a
+  /// DmaGather index out of range, are not detected. Timing does not depend
+  /// on data, so stats are identical.
+  bool timingOnly = false;
   /// Fill SBUF, PSUM and internal HBM buffers with 0xFF bytes (NaN in float
   /// dtypes) instead of zeros, to expose reads of memory never written.
   bool poisonMemory = false;
@@ -44,8 +48,8 @@ struct RunStats {
   std::map<std::string, double> engineBusyNs; // tensor, vector, scalar, gpsimd, dma
   // Added members. "dma" above is the time at least one DMA queue is active.
   std::vector<double> queueBusyNs;   // per queue (kNumQueues entries)
-  uint64_t dmaTransfers = 0;         // DmaCopy instructions
-  uint64_t dmaBytes = 0;             // bytes moved by DmaCopy, any spaces
+  uint64_t dmaTransfers = 0;         // DmaCopy and DmaGather instructions
+  uint64_t dmaBytes = 0;             // bytes they moved, any spaces
   uint64_t matmuls = 0;
   // Report (issue 5). Peaks come from the Target (HARDWARE.md).
   /// Peak Tensor-engine FLOPs per ns used for `mfu` and `rooflineNs`: the fp32

@@ -28,6 +28,8 @@ struct Target {
   int dmaQueues = 16;
   double dmaBytesPerNsPerQueue = 0;
   double dmaFixedNs = 0;
+  /// added: DmaGather's extra queue time per gathered row (one descriptor each).
+  double dmaDescriptorNs = 0;
   double hbmBytesPerNs = 0;       // per core
   bool sharedSbufPsumPorts = false; // NC-v2: Vector/GpSimd share SBUF, Vector/Scalar share PSUM
 };

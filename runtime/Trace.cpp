@@ -72,7 +72,7 @@ void appendNumber(std::string &out, double v) {
 void appendInt(std::string &out, uint64_t v) { out += std::to_string(v); }
 
 int64_t operandBytes(const Instruction &inst) {
-  if (inst.opcode == Opcode::DmaCopy)
+  if (inst.opcode == Opcode::DmaCopy || inst.opcode == Opcode::DmaGather)
     return inst.dst.numBytes();
   int64_t b = inst.dst.numBytes();
   for (const auto &s : inst.srcs)

@@ -17,7 +17,8 @@
 //   args  instruction  index in Program::instructions
 //         origin       Program::origins[inst.origin] (ATen node, source line);
 //                      absent if the program has no such origin
-//         bytes        DmaCopy: bytes moved; others: bytes read + written
+//         bytes        DmaCopy, DmaGather: bytes moved; others: bytes read
+//                      + written
 //         waits        ["Scalar>=2", ...]: the semaphore waits
 //         complete_us  when the result is visible (matmul latency, DMA end)
 //         func / alu   the activation function or ALU op, where it applies

@@ -20,6 +20,9 @@ namespace {
 
 /// Alignment of SBUF ranges, in bytes.
 constexpr int64_t kSbufAlignment = 64;
+/// Transfers above this many bytes are split over DMA queues (HARDWARE.md: >= 2 KiB per
+/// partition approaches a queue's peak; 32 KiB keeps the fixed cost small).
+constexpr int64_t kDmaSplitBytes = 32 * 1024;
 
 class FuncLowering {
 public:
@@ -37,6 +40,7 @@ private:
 
   nisa::AccessPatternAttr physical(Value buffer, ntile::AccessPatternAttr ap);
   nisa::AccessPatternAttr wholeTile(Value tile);
+  void emitDma(Location loc, nisa::AccessPatternAttr dst, nisa::AccessPatternAttr src);
   nisa::AccessPatternAttr operandTile(Value tile, Value target);
   IntegerAttr queue(int q) { return b.getI32IntegerAttr(q); }
   UnitAttr unit(bool set) { return set ? b.getUnitAttr() : nullptr; }
@@ -103,6 +107,38 @@ nisa::AccessPatternAttr FuncLowering::wholeTile(Value tile) {
                                       t.getElementType());
 }
 
+/// Rows [first, first + count) of the outermost dimension of a pattern.
+static nisa::AccessPatternAttr outerRows(nisa::AccessPatternAttr ap, int64_t first, int64_t count) {
+  SmallVector<int64_t> dims(ap.getDims());
+  dims[1] = count;
+  bool onChip = ap.getSpace() != MemSpace::hbm;
+  int64_t index = ap.getIndex(), offset = ap.getOffset();
+  if (onChip)
+    index += first * ap.getStride(0); // partitions
+  else
+    offset += first * ap.getStride(0); // elements
+  return nisa::AccessPatternAttr::get(ap.getContext(), ap.getSpace(), index, offset, dims,
+                                      ap.getElementType());
+}
+
+/// A large transfer is split by its outer rows over several DMA queues (at least 8
+/// rows and kDmaSplitBytes each), as the hardware spreads one transfer over engines.
+void FuncLowering::emitDma(Location loc, nisa::AccessPatternAttr dst, nisa::AccessPatternAttr src) {
+  int64_t bytes = src.getNumElements() * std::max<int64_t>(1, src.getElementType().getIntOrFloatBitWidth() / 8);
+  int64_t rows = src.getSize(0);
+  int64_t parts = std::min<int64_t>({nisa::kNumDmaQueues, bytes / kDmaSplitBytes, rows / 8});
+  if (parts < 2 || dst.getSize(0) != rows) {
+    b.create<nisa::DmaCopyOp>(loc, queue(nextDma()), dst, src, nullptr);
+    return;
+  }
+  int64_t per = (rows + parts - 1) / parts;
+  for (int64_t first = 0; first < rows; first += per) {
+    int64_t count = std::min(per, rows - first);
+    b.create<nisa::DmaCopyOp>(loc, queue(nextDma()), outerRows(dst, first, count),
+                              outerRows(src, first, count), nullptr);
+  }
+}
+
 LogicalResult FuncLowering::allocate(memref::AllocOp alloc, int64_t index) {
   MemRefType t = alloc.getType();
   MemSpace space = *ntile::getMemSpace(t);
@@ -138,8 +174,8 @@ LogicalResult FuncLowering::lower(Operation *op, int64_t index) {
         return success();
       })
       .Case([&](ntile::DmaOp d) {
-        b.create<nisa::DmaCopyOp>(loc, queue(nextDma()), physical(d.getTarget(), d.getTargetAp()),
-                                  physical(d.getSource(), d.getSourceAp()), nullptr);
+        emitDma(loc, physical(d.getTarget(), d.getTargetAp()),
+                physical(d.getSource(), d.getSourceAp()));
         return success();
       })
       .Case([&](ntile::MatmulOp m) {

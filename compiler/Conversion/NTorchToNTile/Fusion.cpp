@@ -7,6 +7,9 @@
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <map>
+#include <tuple>
+
 using namespace mlir;
 using neuron::ntile::MemSpace;
 
@@ -67,6 +70,9 @@ private:
   SmallVector<Value> buffers;
   DenseMap<Value, Value> tiles;
   DenseMap<Value, Value> constantBuffers;
+  /// Tiles of operands that are the same for every row block (a LayerNorm weight
+  /// broadcast over rows), by (value, rows, first column, columns): loaded once.
+  std::map<std::tuple<void *, int64_t, int64_t, int64_t>, Value> invariant;
 };
 } // namespace
 
@@ -80,9 +86,17 @@ Value FusionLowering::tileFor(Value v) {
   ArrayRef<int64_t> view = row ? ArrayRef<int64_t>(rowShape) : ArrayRef<int64_t>(shape);
   Value source;
   SmallVector<int64_t> strides;
+  int64_t free = row ? 1 : cols;
+  auto key = std::make_tuple(v.getAsOpaquePointer(), rows, row ? 0 : col0, free);
+  if (Value t = invariant[key]) {
+    tiles[v] = t;
+    return t;
+  }
+  bool rowInvariant = false;
   if (auto arg = dyn_cast<BlockArgument>(v)) {
     source = e.buffer(op.getInputs()[arg.getArgNumber()]);
     strides = broadcastStrides(vt.getShape(), view);
+    rowInvariant = llvm::all_of(ArrayRef<int64_t>(strides).drop_back(), [](int64_t s) { return s == 0; });
   } else {
     source = constantBuffers.lookup(v);
     if (!source) {
@@ -94,11 +108,13 @@ Value FusionLowering::tileFor(Value v) {
       constantBuffers[v] = source;
     }
     strides.assign(view.size(), 0);
+    rowInvariant = true;
   }
-  int64_t free = row ? 1 : cols;
   Value tile = newTile(free, vt.getElementType());
   e.loadRows(loc, source, 0, strides, view, row0, rows, row ? 0 : col0, free, tile);
   tiles[v] = tile;
+  if (rowInvariant)
+    invariant[key] = tile;
   return tile;
 }
 

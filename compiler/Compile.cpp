@@ -4,6 +4,7 @@
 #include "compiler/Import/GraphImporter.h"
 #include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
+#include "compiler/SourceHash.h"
 #include "runtime/Serialize.h"
 #include "runtime/Target.h"
 
@@ -21,7 +22,7 @@ using namespace mlir;
 
 namespace neuron::compiler {
 
-const char *compilerVersion() { return "0.1.0"; }
+const char *compilerVersion() { return "0.1.0+" NEURONSIM_SOURCE_HASH; }
 
 /// "model.py:12 (aten.mm.default): <message>" for diagnostics on imported ops.
 static std::string formatDiagnostic(Diagnostic &diag) {

@@ -221,9 +221,12 @@ Values batchNormTraining(NodeContext &ctx) {
     return ctx.castTo(ctx.binary(BinaryFn::add, kept, fresh), typeOf(ctx.tensor(i)).getElementType());
   };
   double unbiased = n > 1 ? (double)n / (n - 1) : 1.0;
-  Type st = ctx.resultType(1).getElementType();
-  return {ctx.castTo(y, ctx.resultType(0).getElementType()), ctx.castTo(mean1, st),
-          ctx.castTo(ctx.reshape(rstd, {C}), st), update(3, mean1, 1.0), update(4, var1, unbiased)};
+  Values results = {y, mean1, ctx.reshape(rstd, {C}), update(3, mean1, 1.0),
+                    update(4, var1, unbiased)};
+  for (size_t i = 0; i < results.size() && i < ctx.numResults(); ++i)
+    if (ctx.resultType(i))
+      results[i] = ctx.castTo(results[i], ctx.resultType(i).getElementType());
+  return results;
 }
 
 } // namespace neuron::compiler::aten

@@ -111,10 +111,12 @@ Values rsub(NodeContext &ctx) {
 /// pow.Scalar(base, exponent tensor) = exp(exponent * log(base)).
 Values powScalar(NodeContext &ctx) {
   double base = ctx.number(0, "self", 1.0);
-  Value e = ctx.castTo(ctx.tensor(1), ctx.resultType().getElementType());
   if (base <= 0.0)
     throw ImportError("pow with a non-positive scalar base is not supported");
-  return {ctx.unary(UnaryFn::exp, ctx.binaryScalar(BinaryFn::mul, e, std::log(base)))};
+  // In fp32, rounded once to the result type as eager does.
+  Value e = ctx.castTo(ctx.tensor(1), ctx.b.getF32Type());
+  Value y = ctx.unary(UnaryFn::exp, ctx.binaryScalar(BinaryFn::mul, e, std::log(base)));
+  return {ctx.castTo(y, ctx.resultType().getElementType())};
 }
 
 /// prims.fma(a, b, c) = a * b + c.

@@ -39,6 +39,8 @@ Values cumsum(NodeContext &ctx);
 // AtenReductions.cpp
 Values sum(NodeContext &ctx);
 Values mean(NodeContext &ctx);
+Values argmax(NodeContext &ctx);
+Values maxDim(NodeContext &ctx);
 Values amax(NodeContext &ctx);
 Values amin(NodeContext &ctx);
 Values any(NodeContext &ctx);

@@ -58,6 +58,52 @@ Values any(NodeContext &ctx) {
   return {ctx.reduce(ReduceFn::max, x, reduceDims(ctx, x, 1, "dim"), ctx.integer(2, "keepdim", 0))};
 }
 
+/// The index of the first maximum along `dim` (all dims flattened when dim is None):
+/// min over positions where x equals the max.
+static Value argmaxAlong(NodeContext &ctx, Value x, int64_t dim, bool keepdim) {
+  auto t = typeOf(x);
+  int64_t n = t.getDimSize(dim);
+  SmallVector<int64_t> posShape(t.getRank(), 1);
+  posShape[dim] = n;
+  auto posType = RankedTensorType::get(posShape, ctx.b.getF32Type());
+  SmallVector<APFloat> values;
+  for (int64_t i = 0; i < n; ++i)
+    values.push_back(APFloat((float)i));
+  Value positions = ctx.b.create<nt::ConstantOp>(
+      ctx.loc, posType, cast<ElementsAttr>(DenseElementsAttr::get(posType, values)));
+  Value m = ctx.reduce(ReduceFn::max, x, {dim}, true);
+  Value hit = ctx.binary(BinaryFn::eq, x, m);
+  Value cand = ctx.b.create<nt::SelectOp>(
+      ctx.loc, RankedTensorType::get(t.getShape(), ctx.b.getF32Type()), hit, positions,
+      ctx.scalar(ctx.b.getF32Type(), 3.0e38));
+  return ctx.reduce(ReduceFn::min, cand, {dim}, keepdim);
+}
+
+Values argmax(NodeContext &ctx) {
+  Value x = ctx.tensor(0);
+  const nlohmann::json *d = ctx.arg(1, "dim");
+  bool keepdim = ctx.integer(2, "keepdim", 0);
+  Value idx;
+  if (!d || d->is_null()) {
+    Value flat = ctx.reshape(x, {typeOf(x).getNumElements()});
+    idx = argmaxAlong(ctx, flat, 0, false);
+  } else {
+    idx = argmaxAlong(ctx, x, ctx.dim(ctx.integer(1, "dim", 0), typeOf(x).getRank()), keepdim);
+  }
+  idx = ctx.reshape(idx, ctx.resultType().getShape());
+  return {ctx.castTo(idx, ctx.resultType().getElementType())};
+}
+
+/// max.dim(x, dim, keepdim) -> (values, indices).
+Values maxDim(NodeContext &ctx) {
+  Value x = ctx.tensor(0);
+  int64_t d = ctx.dim(ctx.integer(1, "dim", 0), typeOf(x).getRank());
+  bool keepdim = ctx.integer(2, "keepdim", 0);
+  Value values = ctx.reduce(ReduceFn::max, x, {d}, keepdim);
+  Value idx = ctx.reshape(argmaxAlong(ctx, x, d, keepdim), ctx.resultType(1).getShape());
+  return {values, ctx.castTo(idx, ctx.resultType(1).getElementType())};
+}
+
 Values mean(NodeContext &ctx) {
   Value x = input(ctx);
   SmallVector<int64_t> dims = reduceDims(ctx, x, 1, "dim");

@@ -8,6 +8,8 @@
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringMap.h"
 
+#include "llvm/Support/raw_ostream.h"
+
 #include <limits>
 #include <regex>
 
@@ -176,10 +178,20 @@ OwningOpRef<ModuleOp> GraphImporter::run(const json &graph, std::string &error) 
                                                                 : " at " + node.value("source", "")) +
                         "): " + e.what());
     }
-    for (auto [i, v] : llvm::enumerate(results))
-      if (v && (i >= resultTypes.size() || v.getType() != resultTypes[i]))
-        throw ImportError("node '" + name + "' (" + target + "): imported type does not match "
-                          "the recorded output type");
+    for (auto [i, v] : llvm::enumerate(results)) {
+      if (!v)
+        continue;
+      if (i >= resultTypes.size() || !resultTypes[i])
+        throw ImportError("node '" + name + "' (" + target + "): output " + std::to_string(i) +
+                          " is not recorded in the graph file");
+      if (v.getType() != resultTypes[i]) {
+        std::string got, want;
+        llvm::raw_string_ostream(got) << v.getType();
+        llvm::raw_string_ostream(want) << resultTypes[i];
+        throw ImportError("node '" + name + "' (" + target + "): output " + std::to_string(i) +
+                          " was imported as " + got + " but the graph records " + want);
+      }
+    }
     values[name] = results;
   }
   if (!unsupported.empty()) {

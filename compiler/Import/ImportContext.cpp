@@ -97,6 +97,10 @@ Value NodeContext::tensorOrScalar(size_t i, Type elementType) const {
   if (isTensorArg(i))
     return tensor(i);
   double v = number(i, nullptr, 0.0);
+  // A Python float stays fp32 beside bf16/fp16 tensors: eager computes in fp32 with it
+  // and rounds the result once.
+  if (isa<FloatType>(elementType) && elementType.getIntOrFloatBitWidth() < 32)
+    elementType = b.getF32Type();
   auto type = RankedTensorType::get({}, elementType);
   Attribute value;
   if (auto ft = dyn_cast<FloatType>(elementType)) {
@@ -157,7 +161,10 @@ Value NodeContext::binary(ntorch::BinaryFn fn, Value lhs, Value rhs) const {
 }
 
 Value NodeContext::binaryScalar(ntorch::BinaryFn fn, Value lhs, double rhs) const {
-  return binary(fn, lhs, scalar(typeOf(lhs).getElementType(), rhs));
+  Type et = typeOf(lhs).getElementType();
+  if (isa<FloatType>(et) && et.getIntOrFloatBitWidth() < 32)
+    et = b.getF32Type(); // kept exact, as eager keeps Python scalars
+  return binary(fn, lhs, scalar(et, rhs));
 }
 
 Value NodeContext::reduce(ntorch::ReduceFn fn, Value x, ArrayRef<int64_t> dims,

@@ -153,10 +153,27 @@ LogicalResult CastOp::verify() {
   return success();
 }
 
-OpFoldResult CastOp::fold(FoldAdaptor) {
+OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
   if (getInput().getType() == getType())
     return getInput();
-  return {};
+  // A cast of a splat constant is a splat constant (scalars of mixed-precision ops).
+  auto splat = dyn_cast_or_null<SplatElementsAttr>(adaptor.getInput());
+  if (!splat)
+    return {};
+  auto type = cast<RankedTensorType>(getType());
+  Type from = splat.getElementType(), to = type.getElementType();
+  double value = isa<FloatType>(from) ? splat.getSplatValue<APFloat>().convertToDouble()
+                 : from.isInteger(1)  ? (double)splat.getSplatValue<bool>()
+                                      : (double)splat.getSplatValue<APInt>().getSExtValue();
+  if (auto ft = dyn_cast<FloatType>(to)) {
+    APFloat f(value);
+    bool lost;
+    f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+    return DenseElementsAttr::get(type, f);
+  }
+  if (to.isInteger(1))
+    return DenseElementsAttr::get(type, value != 0.0);
+  return DenseElementsAttr::get(type, APInt(to.getIntOrFloatBitWidth(), (int64_t)value, true));
 }
 
 //===----------------------------------------------------------------------===//

@@ -60,3 +60,16 @@ func.func @shapes_differ(%x: tensor<8x16xf32>, %y: tensor<16xf32>) -> tensor<16x
   %3 = ntorch.binary add %1, %2 : tensor<16xf32>, tensor<16xf32> -> tensor<16xf32>
   return %3 : tensor<16xf32>
 }
+
+// -----
+
+// The iteration shape is the broadcast of every value: [1, 50], not the [50] bias that
+// happens to come first with as many elements.
+// NISA-LABEL: func @bias_batch1
+// NISA: nisa.dma_copy on {{[0-9]+}} <sbuf[0] + 0, {{\[\[}}1, 1], [1, 50]], f32>, <hbm[0] + 0, {{\[\[}}1, 1], [1, 50]], f32>
+// NISA: nisa.tensor_tensor add on 1 <sbuf[0] + {{[0-9]+}}, {{\[\[}}1, 1], [1, 50]], f32>
+func.func @bias_batch1(%b: tensor<50xf32>, %x: tensor<1x50xf32>) -> tensor<1x50xf32> {
+  %0 = ntorch.binary add %b, %x : tensor<50xf32>, tensor<1x50xf32> -> tensor<1x50xf32>
+  %1 = ntorch.unary relu %0 : tensor<1x50xf32> -> tensor<1x50xf32>
+  return %1 : tensor<1x50xf32>
+}

@@ -11,6 +11,9 @@ from models import MLP, TOLERANCE, relative_error
 SHAPES = [
     pytest.param((3, 200, 300, 10), id="batch3-200-300-10"),
     pytest.param((128, 256, 128, 128), id="multiples-of-128"),
+    # batch 1: the bias [N] and the matmul result [1, N] have the same element count;
+    # the fused epilogue must iterate over their broadcast shape.
+    pytest.param((1, 20, 50, 5), id="batch1"),
 ]
 
 

@@ -182,14 +182,19 @@ LogicalResult FusionLowering::emit(Operation &o) {
 
 LogicalResult FusionLowering::analyze() {
   Block &body = op.getBody().front();
-  int64_t best = -1, widest = 1;
+  int64_t widest = 1;
+  // The iteration shape is the numpy broadcast of every value in the body.
   auto consider = [&](Value v) {
     auto t = tensorType(v);
     widest = std::max(widest, ntile::getElementBytes(t.getElementType()));
-    if (t.getNumElements() > best) {
-      best = t.getNumElements();
-      shape.assign(t.getShape().begin(), t.getShape().end());
+    ArrayRef<int64_t> s = t.getShape();
+    SmallVector<int64_t> merged(std::max(shape.size(), s.size()), 1);
+    for (size_t i = 0; i < merged.size(); ++i) {
+      int64_t a = i < merged.size() - shape.size() ? 1 : shape[i - (merged.size() - shape.size())];
+      int64_t b = i < merged.size() - s.size() ? 1 : s[i - (merged.size() - s.size())];
+      merged[i] = a == 1 ? b : a;
     }
+    shape = merged;
   };
   for (Value arg : body.getArguments())
     consider(arg);

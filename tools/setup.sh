@@ -44,7 +44,9 @@ fi
 missing_py="$("$PYTHON" - <<'PY'
 import importlib.util
 wanted = {"pytest": "pytest", "numpy": "numpy", "scikit_build_core": "scikit-build-core",
-          "pybind11": "pybind11", "cmake": "cmake", "ninja": "ninja"}
+          "pybind11": "pybind11", "cmake": "cmake", "ninja": "ninja",
+          "pytest_timeout": "pytest-timeout",  # the per-test timeout in pyproject.toml
+          "matplotlib": "matplotlib"}  # matplotlib: the demo's engine-timeline PNG
 print(" ".join(dist for module, dist in wanted.items() if importlib.util.find_spec(module) is None))
 PY
 )"

@@ -1,14 +1,17 @@
 """The main job: a Linear-ReLU-Linear MLP on the simulated NeuronCore, compared with eager.
 
 Runs each case in fp32 and bf16 through torch.compile(model, backend="neuron", dynamic=False),
-prints the largest difference from eager PyTorch and the simulated report, and exits with 1
-if a difference is beyond its tolerance.
+prints the largest difference from eager PyTorch and the simulated report (neuronsim.report()),
+saves the engine timeline of the last case as a PNG (needs matplotlib) and exits with 1 if a
+difference is beyond its tolerance.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 
 import torch
 
@@ -18,7 +21,6 @@ import neuronsim
 # summation order; bf16 rounds intermediates (the hidden activations) to 8 mantissa bits.
 TOLERANCE = {torch.float32: 1e-5, torch.bfloat16: 2e-2}
 CASES = [(3, 200, 300, 10), (128, 256, 512, 128)]  # (batch, in, hidden, out)
-ENGINES = ["tensor", "vector", "scalar", "gpsimd", "dma"]
 
 
 class MLP(torch.nn.Module):
@@ -31,11 +33,17 @@ class MLP(torch.nn.Module):
         return self.fc2(torch.relu(self.fc1(x)))
 
 
-def run_case(batch: int, features: int, hidden: int, classes: int, dtype: torch.dtype, target):
+def run_case(
+    batch: int, features: int, hidden: int, classes: int, dtype: torch.dtype, target, trace=None
+):
     torch.manual_seed(0)
     model = MLP(features, hidden, classes).to(dtype).eval()
     x = torch.randn(batch, features, dtype=dtype)
-    options = {"target": target} if target else None
+    options = {}
+    if target:
+        options["target"] = target
+    if trace:
+        options["profile"] = trace  # the Chrome trace of the run, for the timeline picture
     compiled = torch.compile(model, backend="neuron", dynamic=False, options=options)
     with torch.no_grad():
         expected = model(x)
@@ -45,38 +53,47 @@ def run_case(batch: int, features: int, hidden: int, classes: int, dtype: torch.
     return difference, relative, neuronsim.last_run_stats()
 
 
-def print_report(name: str, stats: dict) -> None:
-    busy = stats["engine_busy_ns"]
-    print(f"  simulated report for {name} on {stats['target']} ({stats['graph']}):")
-    print(f"    simulated time   {stats['sim_ns'] / 1000:12.3f} us")
-    for engine in ENGINES:
-        share = 100.0 * busy.get(engine, 0.0) / stats["sim_ns"] if stats["sim_ns"] else 0.0
-        print(f"    {engine + ' busy':16} {busy.get(engine, 0.0) / 1000:12.3f} us ({share:5.1f}%)")
-    print(f"    instructions     {stats['instructions']:12d}")
-    print(f"    flops            {stats['flops']:12d}")
-    print(f"    hbm bytes        {stats['hbm_bytes']:12d}")
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", help="simulated target (default: NEURONSIM_TARGET or trn2)")
+    parser.add_argument(
+        "--png",
+        default="neuron_timeline.png",
+        help="engine timeline picture of the last case (default: %(default)s; '' for none)",
+    )
+    parser.add_argument(
+        "--trace", help="also keep the last case's Chrome trace (Perfetto JSON) at this path"
+    )
     args = parser.parse_args()
 
+    scratch = tempfile.TemporaryDirectory(prefix="neuronsim-demo-")
+    trace = args.trace or (os.path.join(scratch.name, "trace.json") if args.png else None)
     failures = []
-    for batch, features, hidden, classes in CASES:
-        for dtype in (torch.float32, torch.bfloat16):
-            name = f"MLP {batch}x{features} -> {hidden} -> {classes} {str(dtype)[6:]}"
-            difference, relative, stats = run_case(
-                batch, features, hidden, classes, dtype, args.target
-            )
-            ok = relative <= TOLERANCE[dtype]
-            print(
-                f"{name}: max |compiled - eager| {difference:.3e} = {relative:.3e} of max |eager| "
-                f"(tolerance {TOLERANCE[dtype]:.0e}) {'OK' if ok else 'FAIL'}"
-            )
-            print_report(name, stats)
-            if not ok:
-                failures.append(name)
+    cases = [(c, d) for c in CASES for d in (torch.float32, torch.bfloat16)]
+    for i, ((batch, features, hidden, classes), dtype) in enumerate(cases):
+        last = i == len(cases) - 1
+        name = f"MLP {batch}x{features} -> {hidden} -> {classes} {str(dtype)[6:]}"
+        difference, relative, stats = run_case(
+            batch, features, hidden, classes, dtype, args.target, trace if last else None
+        )
+        ok = relative <= TOLERANCE[dtype]
+        print(
+            f"{name}: max |compiled - eager| {difference:.3e} = {relative:.3e} of max |eager| "
+            f"(tolerance {TOLERANCE[dtype]:.0e}) {'OK' if ok else 'FAIL'}"
+        )
+        neuronsim.report(stats)
+        print()
+        if not ok:
+            failures.append(name)
+
+    if args.png:
+        if neuronsim.plot_timeline(trace, args.png, title=name):
+            print(f"engine timeline of {name}: {os.path.abspath(args.png)}")
+        else:
+            print("matplotlib is not installed: no timeline picture (pip install matplotlib)")
+    if args.trace:
+        print(f"Chrome trace (chrome://tracing, ui.perfetto.dev): {os.path.abspath(args.trace)}")
+    scratch.cleanup()
 
     cache = neuronsim.cache_stats()
     print(

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import logging as _logging
-import os as _os
-
 try:
     import torch as _torch  # noqa: F401
 except ImportError as _error:  # pragma: no cover - depends on the environment
@@ -14,15 +11,20 @@ except ImportError as _error:  # pragma: no cover - depends on the environment
         "multi-GB CUDA build)"
     ) from _error
 
+from . import bucketing  # noqa: F401 - neuronsim.bucketing after `import neuronsim`
 from . import dtypes as _dtypes
+from . import logs as _logs
 from . import stats as _stats
 from .backend import neuron_backend
 from .cache import CACHE as _CACHE
 from .cache import cache_stats
 from .errors import NeuronCompileError, NeuronRuntimeError
 from .options import OPTION_SPECS
+from .partition import clear_op_tracking, get_fallback_ops, supported_ops
 from .registration import register as _register
-from .stats import last_run_stats
+from .report import report
+from .stats import last_run_stats, measure
+from .timeline import plot_timeline
 
 __version__ = "0.1.0"
 
@@ -31,15 +33,20 @@ __all__ = [
     "NeuronCompileError",
     "NeuronRuntimeError",
     "cache_stats",
+    "clear_op_tracking",
     "compiler_version",
+    "get_fallback_ops",
     "last_run_stats",
+    "measure",
     "neuron_backend",
+    "plot_timeline",
+    "report",
     "reset",
+    "supported_ops",
     "targets",
 ]
 
-if _os.environ.get("NEURONSIM_LOG_LEVEL"):
-    _logging.getLogger("neuronsim").setLevel(_os.environ["NEURONSIM_LOG_LEVEL"].upper())
+_logs.configure_from_env()  # NEURONSIM_LOG_LEVEL
 
 
 def targets() -> list[str]:
@@ -57,12 +64,14 @@ def compiler_version() -> str:
 
 
 def reset() -> None:
-    """Empties the compile cache and its counters, the last run's stats and one-time warnings.
+    """Empties the compile cache and its counters, the last run's stats, the fallback op counts
+    (get_fallback_ops) and one-time warnings.
 
     Dynamo keeps its own compiled frames; call torch._dynamo.reset() to drop those too.
     """
     _CACHE.clear()
     _stats.clear()
+    clear_op_tracking()
     _dtypes.reset_float64_warning()
 
 

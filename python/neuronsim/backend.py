@@ -13,6 +13,8 @@ from torch._dynamo.backends.common import aot_autograd
 
 from .compiler import compile_fx_graph
 from .options import resolve_options
+from .partition import check_supported, compile_with_fallback
+from .specialize import ShapeSpecializer, dynamic_shapes_requested, has_symbolic_shapes
 from .static_shapes import check_static_graph, check_static_inputs
 
 log = logging.getLogger("neuronsim")
@@ -34,14 +36,25 @@ def neuron_backend(
     resolved = resolve_options(options)
     if mode not in (None, "default"):
         log.warning("the neuron backend ignores mode=%r", mode)
+    if not dynamic_shapes_requested() and has_symbolic_shapes(gm, example_inputs):
+        # dynamic=None and a size changed: Dynamo made it symbolic. Compile per concrete shape.
+        return ShapeSpecializer(
+            gm, example_inputs, lambda graph, inputs: neuron_backend(graph, inputs, options)
+        )
     check_static_inputs(example_inputs)
     check_static_graph(gm)
 
+    def compile_graph(graph: torch.fx.GraphModule, inputs: Sequence[Any], kind: str) -> Any:
+        if resolved.fallback == "cpu":
+            return compile_with_fallback(graph, inputs, resolved, kind=kind)
+        check_supported(graph)  # every unsupported op with its source line, before export
+        return compile_fx_graph(graph, inputs, resolved, kind=kind)
+
     def forward_compiler(fw_gm: torch.fx.GraphModule, inputs: Sequence[Any]) -> Any:
-        return compile_fx_graph(fw_gm, inputs, resolved, kind="forward")
+        return compile_graph(fw_gm, inputs, "forward")
 
     def backward_compiler(bw_gm: torch.fx.GraphModule, inputs: Sequence[Any]) -> Any:
-        return compile_fx_graph(bw_gm, inputs, resolved, kind="backward")
+        return compile_graph(bw_gm, inputs, "backward")
 
     compile_with_aot = aot_autograd(
         fw_compiler=forward_compiler,

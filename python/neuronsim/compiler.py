@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from collections.abc import Sequence
 from typing import Any
 
 import torch.fx
 
 from . import native
-from .cache import CACHE, cache_key
+from .cache import CACHE, EntryInfo, cache_key
 from .graph_export import export_graph
 from .options import BackendOptions
 from .runner import CompiledGraph, output_layout
@@ -31,20 +30,20 @@ def compile_fx_graph(
     check_static_graph(gm)
     exported = export_graph(gm, example_inputs, name_prefix=kind)
     key = cache_key(exported.hash, example_inputs, options.key(), native.compiler_version())
-    program = CACHE.lookup(key)
-    if program is None:
-        start = time.perf_counter()
-        program = native.compile_program(exported.text, _native_options(options, exported.name))
-        seconds = time.perf_counter() - start
-        CACHE.store(key, program, seconds)
-        log.info(
-            "compiled %s for %s: %d instructions in %.3f s",
-            exported.name,
-            options.target,
-            program.num_instructions,
-            seconds,
-        )
-    return CompiledGraph(program, exported.name, output_layout(gm))
+    program = CACHE.get_or_compile(
+        key,
+        EntryInfo.of(exported.name, example_inputs, options.target),
+        lambda: native.compile_program(exported.text, _native_options(options, exported.name)),
+        # Dumps are written by a compilation: with dump_dir set, compile even when cached.
+        refresh=options.dump_dir is not None,
+    )
+    return CompiledGraph(
+        program,
+        exported.name,
+        output_layout(gm),
+        profile=options.profile,
+        timing_only=options.timing_only,
+    )
 
 
 def _native_options(options: BackendOptions, graph_name: str) -> dict[str, Any]:

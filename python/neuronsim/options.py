@@ -23,13 +23,33 @@ OPTION_SPECS: dict[str, OptionSpec] = {
     "dump_dir": OptionSpec(
         "NEURONSIM_DUMP_DIR", "directory for per-graph dumps: graph file, IR per stage, program"
     ),
+    "fallback": OptionSpec(
+        "NEURONSIM_FALLBACK",
+        "unsupported ops: 'none' (default) fails compilation, 'cpu' runs them in eager PyTorch",
+    ),
+    "profile": OptionSpec(
+        "NEURONSIM_PROFILE",
+        "path of a Chrome trace / Perfetto JSON file written on every run ({graph} and {run} "
+        "in the path are replaced by the graph name and a run counter)",
+    ),
+    "timing_only": OptionSpec(
+        "NEURONSIM_TIMING_ONLY",
+        "True: only time the program; outputs have the right shapes, their contents are "
+        "undefined",
+    ),
 }
+
+# Values of the `fallback` option.
+FALLBACK_MODES = ("none", "cpu")
 
 
 @dataclass(frozen=True)
 class BackendOptions:
     target: str
     dump_dir: str | None = None
+    fallback: str = "none"  # FALLBACK_MODES; not in key(): each compiled group has its own
+    profile: str | None = None  # run options, not in key(): they do not change programs
+    timing_only: bool = False
 
     def key(self) -> dict[str, Any]:
         """What the options contribute to a compile-cache key (dumps do not change programs)."""
@@ -46,7 +66,13 @@ def resolve_options(options: Mapping[str, Any] | None) -> BackendOptions:
             f"{', '.join(repr(name) for name in unknown)}; "
             f"valid options: {', '.join(OPTION_SPECS)}"
         )
-    return BackendOptions(target=_target(options), dump_dir=_dump_dir(options))
+    return BackendOptions(
+        target=_target(options),
+        dump_dir=_dump_dir(options),
+        fallback=_fallback(options),
+        profile=_profile(options),
+        timing_only=_timing_only(options),
+    )
 
 
 def _target(options: dict[str, Any]) -> str:
@@ -75,3 +101,50 @@ def _dump_dir(options: dict[str, Any]) -> str | None:
             f"option 'dump_dir' must be a path (str or os.PathLike), got {type(value).__name__}"
         )
     return os.fspath(value)
+
+
+def _fallback(options: dict[str, Any]) -> str:
+    if options.get("fallback") is not None:
+        value, source = options["fallback"], "options['fallback']"
+    elif os.environ.get("NEURONSIM_FALLBACK"):
+        value, source = os.environ["NEURONSIM_FALLBACK"], "NEURONSIM_FALLBACK"
+    else:
+        return "none"
+    if not isinstance(value, str) or value.lower() not in FALLBACK_MODES:
+        raise NeuronCompileError(
+            f"unknown fallback {value!r} (from {source}); valid values: "
+            f"{', '.join(repr(m) for m in FALLBACK_MODES)}"
+        )
+    return value.lower()
+
+
+def _profile(options: dict[str, Any]) -> str | None:
+    value = options.get("profile")
+    if value is None:
+        value = os.environ.get("NEURONSIM_PROFILE") or None
+    if value is None:
+        return None
+    if not isinstance(value, (str, os.PathLike)):
+        raise NeuronCompileError(
+            f"option 'profile' must be a path (str or os.PathLike), got {type(value).__name__}"
+        )
+    return os.fspath(value)
+
+
+def _timing_only(options: dict[str, Any]) -> bool:
+    if options.get("timing_only") is not None:
+        value, source = options["timing_only"], "options['timing_only']"
+        if isinstance(value, bool):
+            return value
+    elif os.environ.get("NEURONSIM_TIMING_ONLY"):
+        value, source = os.environ["NEURONSIM_TIMING_ONLY"], "NEURONSIM_TIMING_ONLY"
+    else:
+        return False
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise NeuronCompileError(
+        f"{source} must be a boolean (True/False, or 1/0 in the environment), got {value!r}"
+    )

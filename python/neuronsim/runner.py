@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -12,11 +14,14 @@ import torch.fx
 from torch.utils.dlpack import to_dlpack
 
 from . import stats
+from .cache import CACHE
 from .dtypes import device_dtype
 from .errors import NeuronRuntimeError
 from .graph_export import graph_outputs
 
 log = logging.getLogger("neuronsim")
+
+_run_counter = itertools.count()  # {run} in profile paths
 
 
 @dataclass(frozen=True)
@@ -53,7 +58,12 @@ class CompiledGraph:
     """A compiled graph; AOTAutograd calls it with one list of arguments (boxed convention)."""
 
     def __init__(
-        self, program: Any, name: str, outputs: Sequence[OutputSpec | LiteralOutput]
+        self,
+        program: Any,
+        name: str,
+        outputs: Sequence[OutputSpec | LiteralOutput],
+        profile: str | None = None,
+        timing_only: bool = False,
     ) -> None:
         # An instance attribute: AOTAutograd wraps the backward with functools.wraps, which
         # copies __dict__ but not class attributes.
@@ -62,13 +72,31 @@ class CompiledGraph:
         self.name = name
         self.outputs = list(outputs)
         self.num_computed = sum(isinstance(o, OutputSpec) for o in self.outputs)
+        self.profile = profile  # trace path (options["profile"]); {graph}, {run} substituted
+        self.timing_only = timing_only
+
+    def _trace_path(self) -> str | None:
+        if not self.profile:
+            return None
+        path = self.profile.replace("{graph}", self.name)
+        if "{run}" in path:
+            path = path.replace("{run}", str(next(_run_counter)))
+        directory = os.path.dirname(path)
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+        return path
 
     def __call__(self, args: list[Any]) -> list[Any]:
-        capsules = [to_dlpack(_device_tensor(value, i, self.name)) for i, value in enumerate(args)]
+        capsules = _input_capsules(args, self.name)
+        trace = self._trace_path()
         try:
-            capsules_out, run_stats = self.program.run(capsules)
+            capsules_out, run_stats = self.program.run(
+                capsules, timing_only=self.timing_only, trace=trace, origin_times=True
+            )
         except (RuntimeError, ValueError) as error:  # SimulationError is a RuntimeError
             raise NeuronRuntimeError(f"graph {self.name}: {error}") from None
+        if trace:
+            log.info("wrote the trace of %s to %s", self.name, trace)
         if len(capsules_out) != self.num_computed:
             raise NeuronRuntimeError(
                 f"graph {self.name}: the program returned {len(capsules_out)} outputs, the FX "
@@ -81,9 +109,40 @@ class CompiledGraph:
             else _host_tensor(torch.from_dlpack(next(computed)), output, i, self.name)
             for i, output in enumerate(self.outputs)
         ]
-        stats.record_run(run_stats, graph=self.name, target=self.program.target)
+        stats.record_run(
+            run_stats,
+            graph=self.name,
+            target=self.program.target,
+            timing_only=self.timing_only,
+            trace=trace,
+        )
         log.debug("ran %s: %.0f simulated ns", self.name, run_stats["sim_ns"])
         return results
+
+
+# Dtypes the simulator takes as they are (float64 is converted, see dtypes.device_dtype).
+_DEVICE_DTYPES = frozenset(
+    {torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.int32, torch.int8,
+     torch.uint8, torch.bool}
+)  # fmt: skip
+
+
+def _input_capsules(args: Sequence[Any], graph: str) -> list[Any]:
+    """DLPack capsules of the inputs. Fast path (each call of a compiled model goes through
+    here, for every weight too): a contiguous CPU tensor of a device dtype is exported as it
+    is (to_dlpack does not mind requires_grad); anything else goes through _device_tensor."""
+    capsules = []
+    for i, value in enumerate(args):
+        if (
+            isinstance(value, torch.Tensor)
+            and value.is_cpu
+            and value.dtype in _DEVICE_DTYPES
+            and value.is_contiguous()
+        ):
+            capsules.append(to_dlpack(value))
+        else:
+            capsules.append(to_dlpack(_device_tensor(value, i, graph)))
+    return capsules
 
 
 def _device_tensor(value: Any, position: int, graph: str) -> torch.Tensor:
@@ -98,7 +157,11 @@ def _device_tensor(value: Any, position: int, graph: str) -> torch.Tensor:
     dtype = device_dtype(tensor.dtype)
     if dtype != tensor.dtype:
         tensor = tensor.to(dtype)
-    return tensor.contiguous()
+    if not tensor.is_contiguous():
+        # The simulator takes dense row-major buffers: copy (counted in cache_stats()).
+        CACHE.count("noncontiguous_copies")
+        tensor = tensor.contiguous()
+    return tensor
 
 
 def _host_tensor(tensor: torch.Tensor, spec: OutputSpec, position: int, graph: str) -> torch.Tensor:

@@ -16,9 +16,8 @@ from torch.fx.experimental.symbolic_shapes import (
 from .errors import NeuronCompileError
 
 _HOW_TO_FIX = (
-    "use torch.compile(model, backend='neuron', dynamic=False); Dynamo then compiles once per "
-    "input shape instead of making sizes symbolic (which it does by default after a size "
-    "changes, and always with dynamic=True)"
+    "use torch.compile(model, backend='neuron', dynamic=False) (or the default dynamic=None) "
+    "instead of dynamic=True; the backend then compiles once per input shape"
 )
 
 

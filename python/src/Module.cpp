@@ -2,6 +2,7 @@
 #include "Bindings.h"
 
 #include "compiler/Compile.h"
+#include "compiler/Import/GraphImporter.h"
 #include "runtime/Serialize.h"
 #include "runtime/Simulator.h"
 #include "runtime/Target.h"
@@ -76,6 +77,10 @@ PYBIND11_MODULE(_C, m) {
   m.def("compile", &python::compileGraph, py::arg("graph_json"), py::arg("options_json") = "{}",
         "Compiles a graph file (compiler/Import/GRAPH_FORMAT.md) to a Program. options_json: "
         "{\"target\": name, \"dump_dir\": path}. Raises CompileError with every diagnostic.");
+  m.def("supported_ops", &compiler::supportedAtenOps,
+        "The ATen overloads the compiler imports, sorted: [(name, how it runs)]. An op in this "
+        "list can still fail to lower for some arguments (compile raises CompileError then).");
+  m.attr("PROGRAM_FORMAT_VERSION") = runtime::kProgramFormatVersion;
   m.def("targets", &runtime::targetNames, "Names of the known targets.");
   m.def(
       "default_target", [] { return runtime::defaultTarget().name; }, "The default target.");

@@ -7,8 +7,13 @@
 
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 namespace py = pybind11;
 
@@ -50,12 +55,25 @@ py::dict statsToDict(const runtime::RunStats &stats) {
     busy[engine] = 0.0;
   for (const auto &[engine, ns] : stats.engineBusyNs)
     busy[py::str(engine)] = ns;
+  py::dict utilization;
+  for (const char *engine : {"tensor", "vector", "scalar", "gpsimd", "dma"})
+    utilization[engine] = 0.0;
+  for (const auto &[engine, share] : stats.engineUtilization)
+    utilization[py::str(engine)] = share;
   py::dict out;
   out["sim_ns"] = stats.simNs;
   out["flops"] = stats.flops;
   out["hbm_bytes"] = stats.hbmBytes;
   out["instructions"] = stats.instructions;
   out["engine_busy_ns"] = busy;
+  out["mfu"] = stats.mfu;
+  out["roofline_ns"] = stats.rooflineNs;
+  out["engine_utilization"] = utilization;
+  out["peak_tflops"] = stats.peakFlopsPerNs / 1000.0;
+  out["min_hbm_bytes"] = stats.minimalHbmBytes;
+  out["dma_transfers"] = stats.dmaTransfers;
+  out["dma_bytes"] = stats.dmaBytes;
+  out["matmuls"] = stats.matmuls;
   return out;
 }
 
@@ -68,6 +86,27 @@ void bindProgram(py::module_ &m) {
       .def(
           "to_json", [](const Program &p, int indent) { return runtime::programToJson(p, indent); },
           py::arg("indent") = -1, "The program's JSON form.")
+      .def_static(
+          "from_bytes",
+          [](const py::bytes &data) {
+            std::string_view view(data);
+            std::vector<uint8_t> bytes(view.begin(), view.end());
+            py::gil_scoped_release release;
+            return runtime::programFromCbor(bytes);
+          },
+          py::arg("data"),
+          "Reads a program from its CBOR form (Program.to_bytes(); raises FormatError).")
+      .def(
+          "to_bytes",
+          [](const Program &p) {
+            std::vector<uint8_t> bytes;
+            {
+              py::gil_scoped_release release;
+              bytes = runtime::programToCbor(p);
+            }
+            return py::bytes(reinterpret_cast<const char *>(bytes.data()), bytes.size());
+          },
+          "The program's CBOR form: compact, for storage (the disk compile cache).")
       .def_readonly("target", &Program::target)
       .def_readonly("flops", &Program::flops)
       .def_readonly("origins", &Program::origins)
@@ -77,13 +116,37 @@ void bindProgram(py::module_ &m) {
                              "HBM buffers: dicts with name, kind, index, dtype, shape.")
       .def(
           "run",
-          [](const Program &p, const py::sequence &inputs, bool timingOnly) {
-            BridgeRunResult result = runWithDLPack(p, inputs, timingOnly);
-            return py::make_tuple(result.outputs, statsToDict(result.stats));
+          [](const Program &p, const py::sequence &inputs, bool timingOnly,
+             const std::optional<std::string> &trace, bool originTimes) {
+            BridgeRunOptions options;
+            options.timingOnly = timingOnly;
+            options.tracePath = trace.value_or("");
+            options.originTimes = originTimes;
+            BridgeRunResult result = runWithDLPack(p, inputs, options);
+            py::dict stats = statsToDict(result.stats);
+            if (originTimes) {
+              // {origin: busy ns}, largest first; "<no origin>" for instructions without one.
+              std::vector<std::pair<double, std::string>> byTime;
+              for (size_t i = 0; i < result.originBusyNs.size(); ++i)
+                if (result.originBusyNs[i] > 0)
+                  byTime.emplace_back(result.originBusyNs[i],
+                                      i < p.origins.size() ? p.origins[i] : "<no origin>");
+              std::stable_sort(byTime.begin(), byTime.end(),
+                               [](const auto &a, const auto &b) { return a.first > b.first; });
+              py::dict origins;
+              for (const auto &[ns, name] : byTime)
+                origins[py::str(name)] = ns;
+              stats["origin_busy_ns"] = origins;
+            }
+            return py::make_tuple(result.outputs, stats);
           },
-          py::arg("inputs"), py::arg("timing_only") = false,
+          py::arg("inputs"), py::arg("timing_only") = false, py::arg("trace") = py::none(),
+          py::arg("origin_times") = false,
           "Runs on the simulator. inputs: DLPack capsules (torch.utils.dlpack.to_dlpack) in "
-          "graph-input order. Returns (output DLPack capsules, stats dict).")
+          "graph-input order. timing_only: skip the numbers (outputs have the right shapes, "
+          "contents undefined). trace: path of a Chrome trace / Perfetto JSON file to write. "
+          "origin_times: add stats['origin_busy_ns'], queue time per ATen origin. Returns "
+          "(output DLPack capsules, stats dict).")
       .def("__repr__", [](const Program &p) {
         return "<neuronsim._C.Program target=" + p.target +
                " instructions=" + std::to_string(p.instructions.size()) +

@@ -2,6 +2,7 @@
 #include "TorchBridge.h"
 
 #include "runtime/Target.h"
+#include "runtime/Trace.h"
 
 #include <ATen/DLConvertor.h>
 #include <ATen/ops/empty.h>
@@ -137,7 +138,7 @@ at::Tensor checkedInput(at::Tensor tensor, const BufferDecl &buffer, size_t posi
 } // namespace
 
 BridgeRunResult runWithDLPack(const runtime::Program &program, const py::sequence &inputs,
-                              bool timingOnly) {
+                              const BridgeRunOptions &runOptions) {
   const runtime::Target *target = runtime::findTarget(program.target);
   if (!target)
     throw runtime::SimulationError("program is for unknown target '" + program.target + "'");
@@ -177,10 +178,24 @@ BridgeRunResult runWithDLPack(const runtime::Program &program, const py::sequenc
 
   BridgeRunResult result;
   runtime::RunOptions options;
-  options.timingOnly = timingOnly;
+  options.timingOnly = runOptions.timingOnly;
+  std::vector<runtime::InstructionTiming> timeline;
+  const bool wantTimeline = !runOptions.tracePath.empty() || runOptions.originTimes;
+  if (wantTimeline)
+    options.timeline = &timeline;
   {
     py::gil_scoped_release release;
     result.stats = runtime::simulate(program, *target, inputPtrs, outputPtrs, options);
+    if (runOptions.originTimes) {
+      const size_t origins = program.origins.size();
+      result.originBusyNs.assign(origins + 1, 0.0);
+      for (const runtime::InstructionTiming &t : timeline) {
+        size_t origin = program.instructions[t.instruction].origin;
+        result.originBusyNs[origin < origins ? origin : origins] += t.endNs - t.startNs;
+      }
+    }
+    if (!runOptions.tracePath.empty())
+      runtime::writeTrace(runOptions.tracePath, program, timeline, &result.stats);
   }
   for (const at::Tensor &tensor : outputTensors)
     result.outputs.append(capsuleFromTensor(tensor));

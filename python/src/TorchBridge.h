@@ -8,17 +8,33 @@
 
 #include <pybind11/pybind11.h>
 
+#include <string>
+#include <vector>
+
 namespace neuron::python {
+
+struct BridgeRunOptions {
+  /// Skip the numbers: outputs are allocated but not written (contents undefined).
+  bool timingOnly = false;
+  /// If not empty, the run's Chrome trace (runtime/Trace.h) is written to this file.
+  std::string tracePath;
+  /// Sum each instruction's queue time per Program::origins entry (originBusyNs).
+  bool originTimes = false;
+};
 
 struct BridgeRunResult {
   pybind11::list outputs;   // one DLPack capsule per Output buffer, in index order
   runtime::RunStats stats;
+  /// originTimes: busy ns per Program::origins index (instructions whose origin is out of
+  /// range count in a last extra entry); summed over all queues, so it can exceed sim time.
+  std::vector<double> originBusyNs;
 };
 
 /// Checks `inputs` (DLPack capsules, or objects with __dlpack__) against the program's
 /// Input buffers, allocates the outputs, simulates with the GIL released, and returns the
-/// outputs as DLPack capsules. Errors name the input and what was expected.
+/// outputs as DLPack capsules. Errors name the input and what was expected; a trace file
+/// that cannot be written raises std::runtime_error.
 BridgeRunResult runWithDLPack(const runtime::Program &program, const pybind11::sequence &inputs,
-                              bool timingOnly);
+                              const BridgeRunOptions &options);
 
 } // namespace neuron::python

@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import pytest
 import torch
 
-import neuronsim
+# Never write the user's disk compile cache (~/.cache/neuronsim) from the tests, not even from
+# code that runs before the per-test fixture below (or from subprocesses, which inherit this).
+os.environ["NEURONSIM_CACHE_DIR"] = tempfile.mkdtemp(prefix="neuronsim-test-cache-")
+os.environ.pop("NEURONSIM_DISABLE_CACHE", None)
+os.environ.pop("NEURONSIM_CACHE_MAX_MB", None)
+
+import neuronsim  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
-def _fresh_state():
+def _fresh_state(tmp_path_factory, monkeypatch):
+    # An empty disk compile cache per test: counts of compiles do not depend on test order.
+    monkeypatch.setenv("NEURONSIM_CACHE_DIR", str(tmp_path_factory.mktemp("neuronsim-cache")))
     torch._dynamo.reset()
     neuronsim.reset()
     torch.manual_seed(0)

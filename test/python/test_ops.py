@@ -298,7 +298,29 @@ CASES: list[Case] = [
         dtypes=BOOL,
         exact=True,
     ),
+    Case(
+        "any.default",
+        "aten.any.default",
+        lambda a: a.any(),
+        one(boolean),
+        dtypes=BOOL,
+        exact=True,
+    ),
     # Reductions (Vector engine)
+    Case(
+        "argmax.default",
+        "aten.argmax.default",
+        lambda x: (x.argmax(dim=-1), x.argmax(dim=0, keepdim=True), x.argmax()),
+        one(randn),
+        exact=True,
+    ),
+    Case(
+        "max.dim",
+        "aten.max.dim",
+        lambda x: tuple(x.max(dim=-1)),
+        one(randn),
+        exact=True,
+    ),
     Case(
         "sum.dim_IntList",
         "aten.sum.dim_IntList",

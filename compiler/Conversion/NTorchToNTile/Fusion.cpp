@@ -200,6 +200,9 @@ LogicalResult FusionLowering::analyze() {
     consider(arg);
   for (Operation &o : body.without_terminator()) {
     reduces |= isa<ntorch::ReduceOp>(o);
+    // Row values (reduced, then reshaped) have the iteration shape's leading dims only.
+    if (isa<ntorch::ReduceOp, ntorch::ReshapeOp>(o))
+      continue;
     for (Value r : o.getResults())
       consider(r);
   }

@@ -3,6 +3,7 @@
 #include "dialects/NIsa/IR/NIsaOps.h"
 
 #include <map>
+#include <tuple>
 
 using namespace mlir;
 using neuron::ntile::MemSpace;
@@ -32,10 +33,21 @@ struct Access {
   bool write;
 };
 
-using MemoryKey = std::pair<int, uint32_t>; // (space, buffer id or 0)
+/// Accesses are indexed by (space, buffer id or 0, byte bucket) so that a lookup scans
+/// only the accesses near its own bytes: programs reuse SBUF addresses many thousands of
+/// times, and one list per memory would make the pass quadratic.
+using MemoryKey = std::tuple<int, uint32_t, int64_t>;
 
-MemoryKey keyOf(nisa::AccessPatternAttr ap) {
-  return {(int)ap.getSpace(), ap.getSpace() == MemSpace::hbm ? ap.getIndex() : 0};
+/// Bucket sizes in bytes: about a tile for on-chip memory, larger for HBM buffers.
+int64_t bucketBytes(MemSpace space) { return space == MemSpace::hbm ? (1 << 20) : 4096; }
+
+SmallVector<MemoryKey> keysOf(nisa::AccessPatternAttr ap, const Region &r) {
+  int64_t size = bucketBytes(ap.getSpace());
+  uint32_t buffer = ap.getSpace() == MemSpace::hbm ? ap.getIndex() : 0;
+  SmallVector<MemoryKey> keys;
+  for (int64_t b = r.bLo / size; b <= (r.bHi - 1) / size; ++b)
+    keys.push_back({(int)ap.getSpace(), buffer, b});
+  return keys;
 }
 
 Region regionOf(nisa::AccessPatternAttr ap) {
@@ -72,20 +84,24 @@ struct NeuronInsertSemaphoresPass
       SmallVector<std::pair<MemoryKey, Access>> added;
       for (nisa::AccessPatternAttr ap : nisa::getReads(&op)) {
         Region r = regionOf(ap);
-        for (const Access &a : history[keyOf(ap)])
-          if (a.write && a.region.overlaps(r))
-            depend(a);
-        added.push_back({keyOf(ap), Access{r, q, count, false}});
+        for (const MemoryKey &key : keysOf(ap, r)) {
+          for (const Access &a : history[key])
+            if (a.write && a.region.overlaps(r))
+              depend(a);
+          added.push_back({key, Access{r, q, count, false}});
+        }
       }
       nisa::AccessPatternAttr dst = nisa::getWrite(&op);
       Region w = regionOf(dst);
-      std::vector<Access> &list = history[keyOf(dst)];
-      for (const Access &a : list)
-        if (a.region.overlaps(w))
-          depend(a);
-      // Accesses the write fully covers are ordered through it from now on.
-      llvm::erase_if(list, [&](const Access &a) { return w.covers(a.region); });
-      added.push_back({keyOf(dst), Access{w, q, count, true}});
+      for (const MemoryKey &key : keysOf(dst, w)) {
+        std::vector<Access> &list = history[key];
+        for (const Access &a : list)
+          if (a.region.overlaps(w))
+            depend(a);
+        // Accesses the write fully covers are ordered through it from now on.
+        llvm::erase_if(list, [&](const Access &a) { return w.covers(a.region); });
+        added.push_back({key, Access{w, q, count, true}});
+      }
       for (auto &[key, access] : added)
         history[key].push_back(access);
 

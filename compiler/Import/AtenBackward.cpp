@@ -13,16 +13,6 @@ namespace neuron::compiler::aten {
 
 static RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 
-static SmallVector<int64_t> pairArg(NodeContext &ctx, size_t i, const char *name,
-                                    SmallVector<int64_t> fallback) {
-  const nlohmann::json *a = ctx.arg(i, name);
-  SmallVector<int64_t> v = (a && !a->is_null()) ? ctx.intList(i, name) : fallback;
-  if (v.empty())
-    v = fallback;
-  if (v.size() == 1)
-    v.push_back(v[0]);
-  return v;
-}
 
 /// A strided window of an NCHW tensor: rows kh*dh + oh*sh, cols kw*dw + ow*sw.
 static Value window(NodeContext &ctx, Value x, int64_t kh, int64_t kw, ArrayRef<int64_t> stride,
@@ -67,9 +57,9 @@ Values maxPool2dWithIndices(NodeContext &ctx) {
     return pooled;
   Value x = ctx.tensor(0), y = pooled[0];
   auto xt = typeOf(x);
-  SmallVector<int64_t> kernel = pairArg(ctx, 1, "kernel_size", {});
-  SmallVector<int64_t> stride = pairArg(ctx, 2, "stride", kernel);
-  SmallVector<int64_t> padding = pairArg(ctx, 3, "padding", {0, 0});
+  SmallVector<int64_t> kernel = ctx.intPair(1, "kernel_size", {});
+  SmallVector<int64_t> stride = ctx.intPair(2, "stride", kernel);
+  SmallVector<int64_t> padding = ctx.intPair(3, "padding", {0, 0});
   int64_t oh = typeOf(y).getDimSize(2), ow = typeOf(y).getDimSize(3);
   Value xp = zeroPad(ctx, x, padding, -std::numeric_limits<double>::infinity());
   Value best;
@@ -90,9 +80,9 @@ Values maxPool2dWithIndices(NodeContext &ctx) {
 Values maxPool2dBackward(NodeContext &ctx) {
   Value grad = ctx.tensor(0), x = ctx.tensor(1), indices = ctx.tensor(7);
   auto xt = typeOf(x), gt = typeOf(grad);
-  SmallVector<int64_t> kernel = pairArg(ctx, 2, "kernel_size", {});
-  SmallVector<int64_t> stride = pairArg(ctx, 3, "stride", kernel);
-  SmallVector<int64_t> padding = pairArg(ctx, 4, "padding", {0, 0});
+  SmallVector<int64_t> kernel = ctx.intPair(2, "kernel_size", {});
+  SmallVector<int64_t> stride = ctx.intPair(3, "stride", kernel);
+  SmallVector<int64_t> padding = ctx.intPair(4, "padding", {0, 0});
   int64_t oh = gt.getDimSize(2), ow = gt.getDimSize(3);
   Value idx = ctx.castTo(indices, ctx.b.getF32Type());
   SmallVector<int64_t> padded(xt.getShape());
@@ -123,9 +113,9 @@ Values convolutionBackward(NodeContext &ctx) {
   Value grad = ctx.tensor(0), x = ctx.tensor(1), w = ctx.tensor(2);
   if (ctx.integer(7, "transposed", 0) || ctx.integer(9, "groups", 1) != 1)
     throw ImportError("convolution_backward is supported for groups=1, not transposed");
-  SmallVector<int64_t> stride = pairArg(ctx, 4, "stride", {1, 1});
-  SmallVector<int64_t> padding = pairArg(ctx, 5, "padding", {0, 0});
-  SmallVector<int64_t> dilation = pairArg(ctx, 6, "dilation", {1, 1});
+  SmallVector<int64_t> stride = ctx.intPair(4, "stride", {1, 1});
+  SmallVector<int64_t> padding = ctx.intPair(5, "padding", {0, 0});
+  SmallVector<int64_t> dilation = ctx.intPair(6, "dilation", {1, 1});
   auto xt = typeOf(x), wt = typeOf(w), gt = typeOf(grad);
   int64_t N = xt.getDimSize(0), C = xt.getDimSize(1), O = wt.getDimSize(0);
   int64_t KH = wt.getDimSize(2), KW = wt.getDimSize(3), OH = gt.getDimSize(2), OW = gt.getDimSize(3);

@@ -38,15 +38,9 @@ Values convolution(NodeContext &ctx) {
                       std::to_string(typeOf(x).getRank()));
   if (ctx.integer(6, "transposed", 0))
     throw ImportError("transposed convolutions are not supported");
-  auto pair = [&](size_t i, const char *name) {
-    SmallVector<int64_t> v = ctx.intList(i, name);
-    if (v.size() == 1)
-      v.push_back(v[0]);
-    return v;
-  };
   RankedTensorType resultType = ctx.resultType();
-  Value y = ctx.b.create<nt::Conv2dOp>(ctx.loc, resultType, x, w, pair(3, "stride"),
-                                       pair(4, "padding"), pair(5, "dilation"),
+  Value y = ctx.b.create<nt::Conv2dOp>(ctx.loc, resultType, x, w, ctx.intPair(3, "stride", {1, 1}),
+                                       ctx.intPair(4, "padding", {0, 0}), ctx.intPair(5, "dilation", {1, 1}),
                                        ctx.integer(8, "groups", 1));
   if (ctx.hasArg(2, "bias") && ctx.isTensorArg(2)) {
     Value bias = ctx.reshape(ctx.tensor(2), {resultType.getDimSize(1), 1, 1});

@@ -189,33 +189,23 @@ Values batchNormInference(NodeContext &ctx) {
   return {ctx.castTo(y, ctx.resultType(0).getElementType()), Value(), Value()};
 }
 
-static SmallVector<int64_t> pair(NodeContext &ctx, size_t i, const char *name,
-                                 SmallVector<int64_t> fallback) {
-  const nlohmann::json *a = ctx.arg(i, name);
-  SmallVector<int64_t> v = (a && !a->is_null()) ? ctx.intList(i, name) : fallback;
-  if (v.empty())
-    v = fallback;
-  if (v.size() == 1)
-    v.push_back(v[0]);
-  return v;
-}
 
 /// max_pool2d_with_indices(x, kernel, stride, padding, dilation, ceil_mode) -> (y, indices).
 Values maxPool2d(NodeContext &ctx) {
-  SmallVector<int64_t> kernel = pair(ctx, 1, "kernel_size", {});
+  SmallVector<int64_t> kernel = ctx.intPair(1, "kernel_size", {});
   if (ctx.integer(5, "ceil_mode", 0))
     throw ImportError("max_pool2d with ceil_mode=True is not supported");
-  if (pair(ctx, 4, "dilation", {1, 1}) != SmallVector<int64_t>{1, 1})
+  if (ctx.intPair(4, "dilation", {1, 1}) != SmallVector<int64_t>{1, 1})
     throw ImportError("max_pool2d with dilation is not supported");
   Value y = ctx.b.create<nt::Pool2dOp>(ctx.loc, ctx.resultType(0), nt::PoolFn::max, ctx.tensor(0),
-                                       kernel, pair(ctx, 2, "stride", kernel),
-                                       pair(ctx, 3, "padding", {0, 0}), false);
+                                       kernel, ctx.intPair(2, "stride", kernel),
+                                       ctx.intPair(3, "padding", {0, 0}), false);
   return {y, Value()};
 }
 
 /// avg_pool2d(x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override).
 Values avgPool2d(NodeContext &ctx) {
-  SmallVector<int64_t> kernel = pair(ctx, 1, "kernel_size", {});
+  SmallVector<int64_t> kernel = ctx.intPair(1, "kernel_size", {});
   if (ctx.integer(4, "ceil_mode", 0))
     throw ImportError("avg_pool2d with ceil_mode=True is not supported");
   const nlohmann::json *divisor = ctx.arg(6, "divisor_override");
@@ -223,15 +213,15 @@ Values avgPool2d(NodeContext &ctx) {
     throw ImportError("avg_pool2d with divisor_override is not supported");
   bool includePad = ctx.integer(5, "count_include_pad", 1);
   return {ctx.b.create<nt::Pool2dOp>(ctx.loc, ctx.resultType(), nt::PoolFn::avg, ctx.tensor(0),
-                                     kernel, pair(ctx, 2, "stride", kernel),
-                                     pair(ctx, 3, "padding", {0, 0}), !includePad)};
+                                     kernel, ctx.intPair(2, "stride", kernel),
+                                     ctx.intPair(3, "padding", {0, 0}), !includePad)};
 }
 
 /// _adaptive_avg_pool2d(x, output_size) when the output size divides the input.
 Values adaptiveAvgPool2d(NodeContext &ctx) {
   Value x = ctx.tensor(0);
   auto t = typeOf(x);
-  SmallVector<int64_t> out = pair(ctx, 1, "output_size", {});
+  SmallVector<int64_t> out = ctx.intPair(1, "output_size", {});
   int64_t h = t.getDimSize(t.getRank() - 2), w = t.getDimSize(t.getRank() - 1);
   if (t.getRank() != 4 || out[0] <= 0 || out[1] <= 0 || h % out[0] || w % out[1])
     throw ImportError("adaptive_avg_pool2d is supported when the output size divides the input "

@@ -93,6 +93,17 @@ SmallVector<int64_t> NodeContext::intList(size_t i, const char *name) const {
   return out;
 }
 
+SmallVector<int64_t> NodeContext::intPair(size_t i, const char *name,
+                                          SmallVector<int64_t> fallback) const {
+  const json *a = arg(i, name);
+  SmallVector<int64_t> v = (a && !a->is_null()) ? intList(i, name) : fallback;
+  if (v.empty())
+    v = fallback;
+  if (v.size() == 1)
+    v.push_back(v[0]);
+  return v;
+}
+
 Value NodeContext::tensorOrScalar(size_t i, Type elementType) const {
   if (isTensorArg(i))
     return tensor(i);
@@ -101,35 +112,14 @@ Value NodeContext::tensorOrScalar(size_t i, Type elementType) const {
   // and rounds the result once.
   if (isa<FloatType>(elementType) && elementType.getIntOrFloatBitWidth() < 32)
     elementType = b.getF32Type();
-  auto type = RankedTensorType::get({}, elementType);
-  Attribute value;
-  if (auto ft = dyn_cast<FloatType>(elementType)) {
-    APFloat f(v);
-    bool lost;
-    f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
-    value = DenseElementsAttr::get(type, f);
-  } else {
-    value = DenseElementsAttr::get(
-        type, APInt(elementType.getIntOrFloatBitWidth(), (int64_t)v, /*isSigned=*/true));
-  }
-  return b.create<ntorch::ConstantOp>(loc, type, cast<ElementsAttr>(value));
+  return scalar(elementType, v);
 }
 
 static RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 
 Value NodeContext::splat(RankedTensorType type, double value) const {
-  Type et = type.getElementType();
-  Attribute attr;
-  if (auto ft = dyn_cast<FloatType>(et)) {
-    APFloat f(value);
-    bool lost;
-    f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
-    attr = DenseElementsAttr::get(type, f);
-  } else {
-    attr = DenseElementsAttr::get(
-        type, APInt(et.getIntOrFloatBitWidth(), (int64_t)value, /*isSigned=*/true));
-  }
-  return b.create<ntorch::ConstantOp>(loc, type, cast<ElementsAttr>(attr));
+  return b.create<ntorch::ConstantOp>(loc, type,
+                                      cast<ElementsAttr>(ntorch::splatAttr(type, value)));
 }
 
 Value NodeContext::scalar(Type elementType, double value) const {

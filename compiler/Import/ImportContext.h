@@ -41,6 +41,10 @@ public:
   int64_t integer(size_t i, const char *name, int64_t fallback) const;
   std::string string(size_t i, const char *name, const std::string &fallback) const;
   llvm::SmallVector<int64_t> intList(size_t i, const char *name = nullptr) const;
+  /// A 2-D window parameter (kernel, stride, padding): one int applies to both dims;
+  /// missing, null or empty gives `fallback`.
+  llvm::SmallVector<int64_t> intPair(size_t i, const char *name,
+                                     llvm::SmallVector<int64_t> fallback) const;
 
   /// A tensor operand: argument i itself, or a rank-0 constant of `elementType`
   /// when argument i is a number.

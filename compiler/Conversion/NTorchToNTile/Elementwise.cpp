@@ -13,19 +13,6 @@ namespace neuron::compiler {
 
 static RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
 
-/// The value of a rank-0 or splat constant operand, if it is one.
-static std::optional<double> splatValue(Value v) {
-  DenseElementsAttr attr;
-  if (!matchPattern(v, m_Constant(&attr)) || !attr.isSplat())
-    return std::nullopt;
-  Type et = attr.getElementType();
-  if (isa<FloatType>(et))
-    return attr.getSplatValue<APFloat>().convertToDouble();
-  if (et.isInteger(1))
-    return attr.getSplatValue<bool>() ? 1.0 : 0.0;
-  return (double)attr.getSplatValue<APInt>().getSExtValue();
-}
-
 /// Emits `result = compute(inputs)` tile by tile: each input is loaded (broadcast
 /// through its access pattern) into an SBUF tile, `compute` writes the result tile,
 /// which is stored to the result's HBM buffer.
@@ -51,14 +38,6 @@ static void emitTiled(TileEmitter &e, Location loc, ArrayRef<Value> inputs, Valu
                   compute(tiles, outTile);
                   e.storeRows(loc, outTile, out, rt.getShape(), row0, rows, col0, cols);
                 });
-}
-
-static ActFunc toActFunc(ntorch::UnaryFn fn) {
-  return *symbolizeActFunc(ntorch::stringifyUnaryFn(fn));
-}
-
-static AluOp toAluOp(ntorch::BinaryFn fn) {
-  return *symbolizeAluOp(ntorch::stringifyBinaryFn(fn));
 }
 
 static LogicalResult lowerUnary(TileEmitter &e, ntorch::UnaryOp op) {

@@ -17,18 +17,6 @@ namespace neuron::compiler {
 
 static RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
 
-static std::optional<double> splatValue(Value v) {
-  DenseElementsAttr attr;
-  if (!matchPattern(v, m_Constant(&attr)) || !attr.isSplat())
-    return std::nullopt;
-  Type et = attr.getElementType();
-  if (isa<FloatType>(et))
-    return attr.getSplatValue<APFloat>().convertToDouble();
-  if (et.isInteger(1))
-    return attr.getSplatValue<bool>() ? 1.0 : 0.0;
-  return (double)attr.getSplatValue<APInt>().getSExtValue();
-}
-
 namespace {
 /// Lowers one fusion; the members describe the tile being emitted.
 class FusionLowering {
@@ -118,8 +106,6 @@ Value FusionLowering::tileFor(Value v) {
   return tile;
 }
 
-static AluOp toAluOp(ntorch::BinaryFn fn) { return *symbolizeAluOp(ntorch::stringifyBinaryFn(fn)); }
-
 LogicalResult FusionLowering::emit(Operation &o) {
   OpBuilder &b = e.b;
   auto resultType = [&](Operation &x) { return tensorType(x.getResult(0)).getElementType(); };
@@ -128,8 +114,8 @@ LogicalResult FusionLowering::emit(Operation &o) {
       .Case([&](ntorch::UnaryOp u) {
         Value in = tileFor(u.getInput());
         Value out = newTile(freeOf(in), resultType(o));
-        b.create<ntile::ActivationOp>(loc, *symbolizeActFunc(ntorch::stringifyUnaryFn(u.getFn())),
-                                      in, out, APFloat(1.0), APFloat(0.0));
+        b.create<ntile::ActivationOp>(loc, toActFunc(u.getFn()), in, out, APFloat(1.0),
+                                      APFloat(0.0));
         tiles[u] = out;
         return success();
       })
@@ -166,10 +152,7 @@ LogicalResult FusionLowering::emit(Operation &o) {
       .Case([&](ntorch::ReduceOp r) {
         Value in = tileFor(r.getInput());
         Value out = newTile(1, resultType(o));
-        AluOp alu = r.getFn() == ntorch::ReduceFn::sum   ? AluOp::add
-                    : r.getFn() == ntorch::ReduceFn::max ? AluOp::max
-                                                         : AluOp::min;
-        b.create<ntile::ReduceOp>(loc, alu, in, out);
+        b.create<ntile::ReduceOp>(loc, toAluOp(r.getFn()), in, out);
         tiles[r] = out;
         return success();
       })

@@ -8,18 +8,6 @@ using neuron::ntile::MemSpace;
 
 namespace neuron::compiler {
 
-static AluOp toAluOp(ntorch::ReduceFn fn) {
-  switch (fn) {
-  case ntorch::ReduceFn::sum:
-    return AluOp::add;
-  case ntorch::ReduceFn::max:
-    return AluOp::max;
-  case ntorch::ReduceFn::min:
-    return AluOp::min;
-  }
-  llvm_unreachable("unknown reduction");
-}
-
 LogicalResult lowerReduction(TileEmitter &e, Operation *operation) {
   auto op = dyn_cast<ntorch::ReduceOp>(operation);
   if (!op)

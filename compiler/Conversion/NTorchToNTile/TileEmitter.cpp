@@ -2,6 +2,7 @@
 #include "compiler/Conversion/NTorchToNTile/TileEmitter.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Matchers.h"
 
 using namespace mlir;
 using neuron::ntile::MemSpace;
@@ -13,6 +14,34 @@ namespace neuron::compiler {
 static constexpr int64_t kTileBytesPerPartition = 8192;
 /// Elements per partition of one HBM -> HBM copy chunk.
 static constexpr int64_t kCopyChunk = 16384;
+
+std::optional<double> splatValue(Value v) {
+  DenseElementsAttr attr;
+  if (!matchPattern(v, m_Constant(&attr)) || !attr.isSplat())
+    return std::nullopt;
+  Type et = attr.getElementType();
+  if (isa<FloatType>(et))
+    return attr.getSplatValue<APFloat>().convertToDouble();
+  if (et.isInteger(1))
+    return attr.getSplatValue<bool>() ? 1.0 : 0.0;
+  return (double)attr.getSplatValue<APInt>().getSExtValue();
+}
+
+ActFunc toActFunc(ntorch::UnaryFn fn) { return *symbolizeActFunc(ntorch::stringifyUnaryFn(fn)); }
+
+AluOp toAluOp(ntorch::BinaryFn fn) { return *symbolizeAluOp(ntorch::stringifyBinaryFn(fn)); }
+
+AluOp toAluOp(ntorch::ReduceFn fn) {
+  switch (fn) {
+  case ntorch::ReduceFn::sum:
+    return AluOp::add;
+  case ntorch::ReduceFn::max:
+    return AluOp::max;
+  case ntorch::ReduceFn::min:
+    return AluOp::min;
+  }
+  llvm_unreachable("unknown reduction");
+}
 
 SmallVector<int64_t> contiguousStrides(ArrayRef<int64_t> shape) {
   SmallVector<int64_t> strides(shape.size(), 1);
@@ -173,17 +202,8 @@ void TileEmitter::fillPadded(Location loc, Value source, ArrayRef<int64_t> shape
     outShape.push_back(shape[d] + low[d] + high[d]);
   SmallVector<int64_t> outStrides = contiguousStrides(outShape);
   auto oneType = RankedTensorType::get({1}, et);
-  Attribute attr;
-  if (auto ft = dyn_cast<FloatType>(et)) {
-    APFloat f(value);
-    bool lost;
-    f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
-    attr = DenseElementsAttr::get(oneType, f);
-  } else {
-    attr = DenseElementsAttr::get(oneType, APInt(et.getIntOrFloatBitWidth(), (int64_t)value, true));
-  }
   Value fill = b.create<ntile::ConstantOp>(loc, ntile::getBufferType({1}, et, MemSpace::hbm),
-                                           cast<ElementsAttr>(attr));
+                                           cast<ElementsAttr>(ntorch::splatAttr(oneType, value)));
   copyStrided(loc, fill, 0, SmallVector<int64_t>(outShape.size(), 0), target, 0, outStrides,
               outShape);
   int64_t offset = 0, elements = 1;

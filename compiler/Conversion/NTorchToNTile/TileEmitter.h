@@ -97,6 +97,13 @@ struct MatmulEpilogue {
 };
 
 
+/// The value of a splat constant operand (any rank), if it is one.
+std::optional<double> splatValue(mlir::Value v);
+/// The engine operation of an ntorch function (names match by construction).
+ActFunc toActFunc(ntorch::UnaryFn fn);
+AluOp toAluOp(ntorch::BinaryFn fn);
+AluOp toAluOp(ntorch::ReduceFn fn);
+
 /// Row-major strides of a contiguous shape.
 llvm::SmallVector<int64_t> contiguousStrides(llvm::ArrayRef<int64_t> shape);
 /// Strides that read a contiguous tensor of `from` shape broadcast to `to`.

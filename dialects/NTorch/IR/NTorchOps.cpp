@@ -18,6 +18,19 @@ bool neuron::ntorch::isBroadcastableTo(ArrayRef<int64_t> from, ArrayRef<int64_t>
   return true;
 }
 
+DenseElementsAttr neuron::ntorch::splatAttr(ShapedType type, double value) {
+  Type et = type.getElementType();
+  if (auto ft = dyn_cast<FloatType>(et)) {
+    APFloat f(value);
+    bool lost;
+    f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+    return DenseElementsAttr::get(type, f);
+  }
+  if (et.isInteger(1))
+    return DenseElementsAttr::get(type, value != 0.0);
+  return DenseElementsAttr::get(type, APInt(et.getIntOrFloatBitWidth(), (int64_t)value, true));
+}
+
 static RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
 
 static std::string shapeStr(ArrayRef<int64_t> shape) {
@@ -160,20 +173,11 @@ OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
   auto splat = dyn_cast_or_null<SplatElementsAttr>(adaptor.getInput());
   if (!splat)
     return {};
-  auto type = cast<RankedTensorType>(getType());
-  Type from = splat.getElementType(), to = type.getElementType();
+  Type from = splat.getElementType();
   double value = isa<FloatType>(from) ? splat.getSplatValue<APFloat>().convertToDouble()
                  : from.isInteger(1)  ? (double)splat.getSplatValue<bool>()
                                       : (double)splat.getSplatValue<APInt>().getSExtValue();
-  if (auto ft = dyn_cast<FloatType>(to)) {
-    APFloat f(value);
-    bool lost;
-    f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
-    return DenseElementsAttr::get(type, f);
-  }
-  if (to.isInteger(1))
-    return DenseElementsAttr::get(type, value != 0.0);
-  return DenseElementsAttr::get(type, APInt(to.getIntOrFloatBitWidth(), (int64_t)value, true));
+  return splatAttr(cast<RankedTensorType>(getType()), value);
 }
 
 //===----------------------------------------------------------------------===//

@@ -12,9 +12,11 @@ def ConvertNTileToNIsa : Pass<"convert-ntile-to-nisa", "mlir::ModuleOp"> {
   let summary = "Allocate SBUF/PSUM, number HBM buffers and emit one nisa instruction per tile op";
   let description = [{
     SBUF tiles get a byte range of every partition from a next-fit ring allocator
-    (live from their allocation to their last use), PSUM tiles a bank; running out of
-    either is an error naming the op. DMAs are spread round-robin over the 16 DMA
-    queues. Semaphore waits are added later by neuron-insert-semaphores.
+    (live from their allocation to their last use; a tile of a loop body until the
+    loop ends, times its `buffers` copies, which rotate with the iterations), PSUM
+    tiles a bank; running out of either is an error naming the op. `ntile.loop`
+    becomes `nisa.loop`. DMAs go to the first DMA queue: neuron-assign-dma-queues
+    spreads them, neuron-insert-semaphores orders them.
   }];
   let options = [Option<"target", "target", "std::string", "\"trn2\"", "target name">];
   let dependentDialects = ["::neuron::nisa::NIsaDialect"];
@@ -48,16 +50,57 @@ def NeuronFuseElementwise : Pass<"neuron-fuse-elementwise", "mlir::func::FuncOp"
 }
 
 //===----------------------------------------------------------------------===//
+// ntile transforms
+//===----------------------------------------------------------------------===//
+
+def NeuronHoistInvariantLoads : Pass<"neuron-hoist-invariant-loads", "mlir::func::FuncOp"> {
+  let summary = "Move loads that are the same in every iteration out of their loops";
+  let description = [{
+    A tile allocated in an `ntile.loop` body, written only by one DMA from HBM whose
+    patterns do not use the loop's induction variable (a bias or LayerNorm weight
+    broadcast over row blocks), and only read otherwise, is allocated and loaded once
+    before the loop, provided nothing in the loop writes the source buffer. Inner
+    loops first, repeated until nothing moves: a load leaves every loop it does not
+    depend on.
+  }];
+}
+
+def NeuronMultiBuffer : Pass<"neuron-multi-buffer", "mlir::func::FuncOp"> {
+  let summary = "Decide how many buffers each tile allocated in a loop body rotates over";
+  let description = [{
+    A tile allocated in an `ntile.loop` body is rewritten by every iteration; with
+    one buffer the next iteration's writer waits for this iteration's readers. This
+    pass sets `buffers = N` on such allocations (SBUF up to 4, PSUM up to 2, never
+    more than the loop's trip count), shrinking N while the tiles of one loop body
+    would take more than a quarter of SBUF or half of PSUM.
+    convert-ntile-to-nisa gives the tile N copies that rotate with the iterations.
+  }];
+  let options = [Option<"target", "target", "std::string", "\"trn2\"", "target name">];
+}
+
+//===----------------------------------------------------------------------===//
 // nisa transforms
 //===----------------------------------------------------------------------===//
+
+def NeuronAssignDmaQueues : Pass<"neuron-assign-dma-queues", "mlir::func::FuncOp"> {
+  let summary = "Split large DMA transfers by rows and spread them over the 16 DMA queues";
+  let description = [{
+    In program order, every DMA goes to the next queue round-robin. A transfer of at
+    least 16 rows is split by its outer rows into parts of at least 8 rows: outside
+    loops parts of at least 32 KiB, inside loops of at least 8 KiB, since an
+    instruction of a loop body runs on the same queue in every iteration.
+  }];
+}
 
 def NeuronInsertSemaphores : Pass<"neuron-insert-semaphores", "mlir::func::FuncOp"> {
   let summary = "Add the semaphore waits that order instructions across queues";
   let description = [{
-    Each queue counts its completed instructions. An instruction that reads or
-    writes memory that an earlier instruction on another queue wrote (or reads,
-    for a write) waits for that queue's count to cover it. Only the latest
-    conflicting instruction per queue is waited for.
+    Each queue counts its completed instruction instances. An instruction that
+    reads or writes memory that an earlier instruction on another queue wrote (or
+    reads, for a write) waits for that queue's count to cover it. Inside loops the
+    counts are affine in the induction variables (`wait_terms`), and dependences
+    carried from earlier iterations (a rewritten tile, a rotating buffer N
+    iterations back) are found by visiting each loop body twice.
   }];
 }
 

@@ -18,10 +18,13 @@ static void buildNTorchStage(OpPassManager &pm, const PipelineOptions &) {
 static void buildNTileStage(OpPassManager &pm, const PipelineOptions &options) {
   pm.addPass(createConvertNTorchToNTile(ConvertNTorchToNTileOptions{options.target}));
   pm.addPass(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(createNeuronHoistInvariantLoads());
+  pm.addNestedPass<func::FuncOp>(createNeuronMultiBuffer(NeuronMultiBufferOptions{options.target}));
 }
 
 static void buildNIsaStage(OpPassManager &pm, const PipelineOptions &options) {
   pm.addPass(createConvertNTileToNIsa(ConvertNTileToNIsaOptions{options.target}));
+  pm.addNestedPass<func::FuncOp>(createNeuronAssignDmaQueues());
   pm.addNestedPass<func::FuncOp>(createNeuronInsertSemaphores());
 }
 

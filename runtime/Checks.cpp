@@ -2,9 +2,17 @@
 //
 // Covers engine/opcode pairing, operand spaces and dtypes, SBUF/PSUM capacity,
 // partition start rules (HARDWARE.md "Memory layout rules"), PSUM banks,
-// matmul limits and HBM buffer bounds.
+// matmul limits, HBM buffer bounds, loop terms and semaphore waits.
+//
+// An instruction inside loops is checked once for all its iterations: an
+// offset with loop terms ranges over [base + lo, base + hi] (Loops.h
+// loopTermsRange), and the bounds are checked at both ends, which reports the
+// access of an iteration that is out of bounds. Nothing else an operand's
+// legality depends on varies with the loops, except where a matmul's dst sits
+// in its PSUM bank (psumBankVaries).
 #include "runtime/Checks.h"
 
+#include "runtime/Loops.h"
 #include "runtime/Numerics.h"
 #include "runtime/Simulator.h"
 #include "runtime/StridedView.h"
@@ -20,6 +28,23 @@ void failInstruction(size_t index, const Instruction &inst,
 }
 
 namespace {
+
+/// Largest magnitude of an offset, a stride or a dim size.
+constexpr int64_t kLimit = int64_t(1) << 40;
+/// Largest magnitude of a wait value with loop terms (evaluated per instance:
+/// int64 arithmetic must not overflow).
+constexpr int64_t kWaitLimit = int64_t(1) << 62;
+
+std::string toString(__int128 v) {
+  if (v >= INT64_MIN && v <= INT64_MAX)
+    return std::to_string(int64_t(v));
+  std::string digits;
+  const bool negative = v < 0;
+  for (; v != 0; v /= 10)
+    digits.insert(digits.begin(),
+                  char('0' + int(negative ? -(v % 10) : v % 10)));
+  return negative ? "-" + digits : digits;
+}
 
 const char *spaceName(MemSpace s) {
   switch (s) {
@@ -46,8 +71,10 @@ struct ApFacts {
 
 class Checker {
 public:
-  Checker(const Program &p, const Target &t, size_t index)
-      : prog_(p), tgt_(t), index_(index), inst_(p.instructions[index]) {}
+  Checker(const Program &p, const Target &t, size_t index,
+          const int64_t *loopCounts, int loopDepth)
+      : prog_(p), tgt_(t), index_(index), inst_(p.instructions[index]),
+        loopCounts_(loopCounts), loopDepth_(loopDepth) {}
 
   InstrShape run();
 
@@ -58,6 +85,13 @@ private:
   std::string operandName(int src) const {
     return src < 0 ? "dst" : "srcs[" + std::to_string(src) + "]";
   }
+  std::string where(int src) const {
+    return " (operand " + operandName(src) + ")";
+  }
+  void offsetRange(const AccessPattern &ap, int src, int64_t &lo,
+                   int64_t &hi) const;
+  /// Checks operand `src` (-1: dst); remembers the byte range of an on-chip
+  /// dst.
   ApFacts checkAp(const AccessPattern &ap, int src, bool compute);
   void checkQueue();
   void expectSrcs(size_t n) const;
@@ -67,11 +101,15 @@ private:
   InstrShape checkGather();
   InstrShape checkMatmul();
   InstrShape checkCompute();
+  InstrShape checkOperands();
 
   const Program &prog_;
   const Target &tgt_;
   size_t index_;
   const Instruction &inst_;
+  const int64_t *loopCounts_; // trip counts of the loops around inst_
+  int loopDepth_;
+  int64_t dstByteLo_ = 0, dstByteHi_ = 0; // byteLo/Hi of an on-chip dst
 };
 
 void Checker::checkQueue() {
@@ -138,9 +176,28 @@ void Checker::expectSameShape(const ApFacts &a, const ApFacts &b,
          " elements per partition but dst has " + std::to_string(a.freeElems));
 }
 
+/// The lowest and highest offset of `ap` (which has offset terms) over the
+/// loops around the instruction; checks its terms and that both ends are in
+/// range.
+void Checker::offsetRange(const AccessPattern &ap, int src, int64_t &lo,
+                          int64_t &hi) const {
+  const std::string problem =
+      loopTermsProblem(ap.offsetTerms, loopDepth_, kLimit, "offset");
+  if (!problem.empty())
+    fail(problem + where(src));
+  __int128 tlo, thi;
+  loopTermsRange(ap.offsetTerms, loopCounts_, tlo, thi);
+  for (__int128 o : {ap.offset + tlo, ap.offset + thi})
+    if (o > kLimit || o < -kLimit)
+      fail("access pattern offset " + toString(o) + " is out of range" +
+           where(src));
+  lo = int64_t(ap.offset + tlo);
+  hi = int64_t(ap.offset + thi);
+}
+
 ApFacts Checker::checkAp(const AccessPattern &ap, int src, bool compute) {
   // Built only on failure: this runs for every operand of every instruction.
-  auto where = [&] { return " (operand " + operandName(src) + ")"; };
+  auto where = [&] { return this->where(src); };
   const int64_t eb = dtypeSize(ap.dtype);
   if (eb == 0)
     fail("invalid dtype" + where());
@@ -161,7 +218,6 @@ ApFacts Checker::checkAp(const AccessPattern &ap, int src, bool compute) {
     fail(std::string(spaceName(ap.space)) + " access pattern has " +
          std::to_string(ap.dims.size() - 1) + " free dims, at most 4" +
          where());
-  constexpr int64_t kLimit = int64_t(1) << 40;
   for (const auto &d : ap.dims)
     if (d[1] < 1 || d[1] > kLimit || d[0] > kLimit || d[0] < -kLimit)
       fail("access pattern dim {" + std::to_string(d[0]) + ", " +
@@ -169,6 +225,9 @@ ApFacts Checker::checkAp(const AccessPattern &ap, int src, bool compute) {
   if (ap.offset > kLimit || ap.offset < -kLimit)
     fail("access pattern offset " + std::to_string(ap.offset) +
          " is out of range" + where());
+  int64_t offLo = ap.offset, offHi = ap.offset; // over all iterations
+  if (!ap.offsetTerms.empty())
+    offsetRange(ap, src, offLo, offHi);
 
   // Range of element offsets touched by the free dims (all dims for HBM),
   // relative to `offset`.
@@ -190,13 +249,13 @@ ApFacts Checker::checkAp(const AccessPattern &ap, int src, bool compute) {
            std::to_string(ap.buffer) + " (\"" + b.name + "\") of dtype " +
            dtypeName(b.dtype) + where());
     int64_t n = b.numElements();
-    lo += ap.offset;
-    hi += ap.offset;
-    if (lo < 0 || hi >= n)
-      fail("HBM access [elements " + std::to_string(int64_t(lo)) + ".." +
-           std::to_string(int64_t(hi)) + "] is outside buffer " +
+    if (lo + offLo < 0 || hi + offHi >= n) {
+      const int64_t at = lo + offLo < 0 ? offLo : offHi; // a bad iteration
+      fail("HBM access [elements " + std::to_string(int64_t(lo + at)) + ".." +
+           std::to_string(int64_t(hi + at)) + "] is outside buffer " +
            std::to_string(ap.buffer) + " (\"" + b.name + "\") of " +
            std::to_string(n) + " elements" + where());
+    }
     if (src < 0 && (b.kind == BufferDecl::Kind::Input ||
                     b.kind == BufferDecl::Kind::Constant))
       fail(std::string("writes to ") +
@@ -210,16 +269,17 @@ ApFacts Checker::checkAp(const AccessPattern &ap, int src, bool compute) {
   const long partBytes = ap.space == MemSpace::Sbuf
                              ? tgt_.sbufBytesPerPartition
                              : tgt_.psumBytesPerPartition;
-  __int128 blo = ap.offset + lo * eb;
-  __int128 bhi = ap.offset + hi * eb + eb;
-  if (blo < 0 || bhi > partBytes)
+  const __int128 blo = lo * eb, bhi = hi * eb + eb; // relative to offset
+  if (offLo + blo < 0 || offHi + bhi > partBytes) {
+    const int64_t at = offLo + blo < 0 ? offLo : offHi; // a bad iteration
     fail(std::string(spaceName(ap.space)) + " access [offset " +
-         std::to_string(int64_t(blo)) + ", " +
+         std::to_string(int64_t(at + blo)) + ", " +
          std::to_string(int64_t(bhi - blo)) +
          " bytes] exceeds the partition size " + std::to_string(partBytes) +
          where());
-  f.byteLo = int64_t(blo);
-  f.byteHi = int64_t(bhi);
+  }
+  f.byteLo = int64_t(ap.offset + blo);
+  f.byteHi = int64_t(ap.offset + bhi);
 
   // Partition dim.
   const int64_t pstride = ap.dims[0][0], parts = ap.dims[0][1];
@@ -247,6 +307,10 @@ ApFacts Checker::checkAp(const AccessPattern &ap, int src, bool compute) {
       fail(std::string(spaceName(ap.space)) + " access spanning " +
            std::to_string(span) + " partitions starts at partition " +
            std::to_string(start) + "; " + rule + where());
+  }
+  if (src < 0) { // scalar copies: a struct copy stalls on store forwarding
+    dstByteLo_ = f.byteLo;
+    dstByteHi_ = f.byteHi;
   }
   return f;
 }
@@ -341,10 +405,7 @@ InstrShape Checker::checkMatmul() {
          std::to_string(d.freeElems) + "] but the product is [" +
          std::to_string(a.freeElems) + ", " + std::to_string(b.freeElems) +
          "]");
-  if (d.byteLo / tgt_.psumBankBytes != (d.byteHi - 1) / tgt_.psumBankBytes)
-    fail("dst PSUM access [offset " + std::to_string(d.byteLo) + ", " +
-         std::to_string(d.byteHi - d.byteLo) + " bytes] crosses a " +
-         std::to_string(tgt_.psumBankBytes) + "-byte PSUM bank boundary");
+  checkPsumBank(index_, inst_, tgt_, d.byteLo, d.byteHi);
   InstrShape sh;
   sh.partitions = d.partitions;
   sh.matmulK = a.partitions;
@@ -409,8 +470,7 @@ InstrShape Checker::checkCompute() {
   return sh;
 }
 
-InstrShape Checker::run() {
-  checkQueue();
+InstrShape Checker::checkOperands() {
   switch (inst_.opcode) {
   case Opcode::DmaCopy:
     return checkDma();
@@ -423,11 +483,73 @@ InstrShape Checker::run() {
   }
 }
 
+InstrShape Checker::run() {
+  checkQueue();
+  InstrShape sh = checkOperands(); // built in place: no copy
+  sh.dstByteLo = dstByteLo_;
+  sh.dstByteHi = dstByteHi_;
+  return sh;
+}
+
 } // namespace
 
 InstrShape checkInstruction(const Program &program, const Target &target,
+                            size_t index, const int64_t *loopCounts,
+                            int loopDepth) {
+  return Checker(program, target, index, loopCounts, loopDepth).run();
+}
+
+InstrShape checkInstruction(const Program &program, const Target &target,
                             size_t index) {
-  return Checker(program, target, index).run();
+  int64_t counts[kMaxLoopDepth];
+  const int depth = enclosingLoopCounts(program.loops, index, counts);
+  return checkInstruction(program, target, index, counts, depth);
+}
+
+void checkWaits(const Program &program, size_t index, const int64_t *loopCounts,
+                int loopDepth) {
+  const Instruction &inst = program.instructions[index];
+  for (const SemWait &w : inst.waits) {
+    // Built only on failure: this runs for every instruction.
+    auto queue = [&] { return std::to_string(w.queue); };
+    if (w.queue >= kNumQueues)
+      failInstruction(index, inst,
+                      "waits on queue " + queue() + ", which does not exist");
+    if (w.valueTerms.empty())
+      continue;
+    const std::string problem =
+        loopTermsProblem(w.valueTerms, loopDepth, kWaitLimit, "wait value");
+    if (!problem.empty())
+      failInstruction(index, inst,
+                      problem + " (wait on queue " + queue() + ")");
+    __int128 lo, hi;
+    loopTermsRange(w.valueTerms, loopCounts, lo, hi);
+    lo += w.value;
+    hi += w.value;
+    if (lo < -kWaitLimit || hi > kWaitLimit)
+      failInstruction(index, inst,
+                      "waits on queue " + queue() + " for values " +
+                          toString(lo) + ".." + toString(hi) +
+                          ", which are out of range");
+  }
+}
+
+bool psumBankVaries(const Instruction &inst, const Target &target) {
+  if (inst.opcode != Opcode::Matmul)
+    return false;
+  for (const LoopTerm &t : inst.dst.offsetTerms)
+    if (t.coef % target.psumBankBytes != 0)
+      return true;
+  return false;
+}
+
+void failPsumBank(size_t index, const Instruction &inst, const Target &target,
+                  int64_t byteLo, int64_t byteHi) {
+  failInstruction(index, inst,
+                  "dst PSUM access [offset " + std::to_string(byteLo) + ", " +
+                      std::to_string(byteHi - byteLo) + " bytes] crosses a " +
+                      std::to_string(target.psumBankBytes) +
+                      "-byte PSUM bank boundary");
 }
 
 } // namespace neuron::runtime

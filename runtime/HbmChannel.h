@@ -7,8 +7,8 @@
 #pragma once
 
 #include <algorithm>
-#include <iterator>
-#include <map>
+#include <cstddef>
+#include <vector>
 
 namespace neuron::runtime {
 
@@ -18,45 +18,68 @@ public:
   /// end of the reservation.
   double reserve(double earliest, double durationNs) {
     double s = earliest;
-    auto it = busy_.upper_bound(s);
-    if (it != busy_.begin()) {
-      auto p = std::prev(it);
-      s = std::max(s, p->second);
-    }
-    while (it != busy_.end() && it->first < s + durationNs) {
-      s = std::max(s, it->second);
-      ++it;
-    }
+    size_t i = upperBound(s);
+    if (i > head_)
+      s = std::max(s, busy_[i - 1].end);
+    for (; i < busy_.size() && busy_[i].start < s + durationNs; ++i)
+      s = std::max(s, busy_[i].end);
     const double e = s + durationNs;
     double ne = e;
-    it = busy_.lower_bound(s);
-    if (it != busy_.end() && it->first <= e + kMergeNs) {
-      ne = std::max(e, it->second);
-      it = busy_.erase(it);
+    i = lowerBound(s);
+    if (i < busy_.size() && busy_[i].start <= e + kMergeNs) {
+      ne = std::max(e, busy_[i].end);
+      busy_.erase(busy_.begin() + std::ptrdiff_t(i));
     }
-    if (it != busy_.begin()) {
-      auto p = std::prev(it);
-      if (p->second >= s - kMergeNs) {
-        p->second = std::max(p->second, ne);
-        return e;
-      }
+    if (i > head_ && busy_[i - 1].end >= s - kMergeNs) {
+      busy_[i - 1].end = std::max(busy_[i - 1].end, ne);
+      return e;
     }
-    busy_.emplace_hint(it, s, ne);
+    busy_.insert(busy_.begin() + std::ptrdiff_t(i), Span{s, ne});
     return e;
   }
 
   /// Forgets reservations that end before `t`: no later request starts earlier.
   void prune(double t) {
-    while (!busy_.empty() && busy_.begin()->second < t)
-      busy_.erase(busy_.begin());
+    while (head_ < busy_.size() && busy_[head_].end < t)
+      ++head_;
+    if (head_ >= 1024 && head_ * 2 >= busy_.size()) { // reclaim the space
+      busy_.erase(busy_.begin(), busy_.begin() + std::ptrdiff_t(head_));
+      head_ = 0;
+    }
   }
 
-  size_t reservations() const { return busy_.size(); }
+  size_t reservations() const { return busy_.size() - head_; }
 
 private:
-  // Gaps this small are rounding noise; closing them keeps the map short.
+  struct Span {
+    double start, end;
+  };
+
+  /// Index of the first live reservation starting after `t` / at or after `t`.
+  size_t upperBound(double t) const {
+    return size_t(std::upper_bound(busy_.begin() + std::ptrdiff_t(head_),
+                                   busy_.end(), t,
+                                   [](double v, const Span &x) {
+                                     return v < x.start;
+                                   }) -
+                  busy_.begin());
+  }
+  size_t lowerBound(double t) const {
+    return size_t(std::lower_bound(busy_.begin() + std::ptrdiff_t(head_),
+                                   busy_.end(), t,
+                                   [](const Span &x, double v) {
+                                     return x.start < v;
+                                   }) -
+                  busy_.begin());
+  }
+
+  // Gaps this small are rounding noise; closing them keeps the list short.
   static constexpr double kMergeNs = 1e-6;
-  std::map<double, double> busy_; // start -> end; disjoint, sorted
+  // Disjoint reservations sorted by start; those before head_ are pruned
+  // (kept until they are many, so that the storage is reused, not
+  // reallocated, as reservations come and go).
+  std::vector<Span> busy_;
+  size_t head_ = 0;
 };
 
 } // namespace neuron::runtime

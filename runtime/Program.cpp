@@ -1,5 +1,8 @@
-// Names, sizes and parsers of the program-format enums (see Program.h).
+// Names, sizes and parsers of the program-format enums, element counts and
+// loop-term evaluation (see Program.h).
 #include "runtime/Program.h"
+
+#include "runtime/Loops.h"
 
 #include <iterator>
 
@@ -130,6 +133,11 @@ int64_t AccessPattern::numElements() const {
   for (const auto &d : dims)
     n *= d[1];
   return n;
+}
+
+int64_t evalAffine(int64_t base, const std::vector<LoopTerm> &terms,
+                   const int64_t *iv) {
+  return loopTermsAt(base, terms, iv);
 }
 
 int64_t BufferDecl::numElements() const {

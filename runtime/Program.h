@@ -1,7 +1,9 @@
 // The compiled-program format: what the compiler emits and the simulator runs.
 //
-// A Program is a flat list of instructions, each bound to one in-order queue,
-// plus a table of HBM buffers. It is the contract between compiler/ (which
+// A Program is a list of instructions, each bound to one in-order queue, with
+// counted loops over ranges of it, plus a table of HBM buffers. Loops stay
+// loops: the simulator iterates them, so a program's size follows the graph,
+// not its tile count. It is the contract between compiler/ (which
 // builds it from the nisa dialect) and runtime/ (which serializes and runs it).
 // No MLIR and no libtorch here.
 #pragma once
@@ -14,7 +16,22 @@
 namespace neuron::runtime {
 
 /// Bumped on every incompatible change of the structs below or their encoding.
-inline constexpr int kProgramFormatVersion = 1;
+inline constexpr int kProgramFormatVersion = 2;
+
+/// Deepest loop nest a program may use.
+inline constexpr int kMaxLoopDepth = 8;
+
+/// One term of an integer affine in the induction variables of the enclosing
+/// loops: coef * iv[level], or coef * (iv[level] % modulus) when modulus > 0
+/// (a rotating buffer). Level 0 is the outermost loop around the instruction.
+struct LoopTerm {
+  uint8_t level = 0;
+  int64_t coef = 0;
+  int64_t modulus = 0;
+};
+
+/// base + sum of terms for the induction variables `iv` (indexed by level).
+int64_t evalAffine(int64_t base, const std::vector<LoopTerm> &terms, const int64_t *iv);
 
 /// Storage element types. Names ("f32", "bf16", ...) are the serialized form.
 enum class DType : uint8_t { F32, BF16, F16, I64, I32, I8, U8, Bool };
@@ -52,6 +69,7 @@ struct AccessPattern {
   uint32_t buffer = 0;
   uint32_t partition = 0;
   int64_t offset = 0;
+  std::vector<LoopTerm> offsetTerms; // added to offset, per loop iteration
   std::vector<std::array<int64_t, 2>> dims;
 
   int64_t numElements() const;
@@ -88,10 +106,13 @@ bool parseOpcode(const std::string &name, Opcode &out);
 bool parseActFunc(const std::string &name, ActFunc &out);
 bool parseAluOp(const std::string &name, AluOp &out);
 
-/// Wait until the semaphore of `queue` has counted at least `value` completions.
+/// Wait until the semaphore of `queue` has counted at least `value` completions
+/// (value + valueTerms in the enclosing loops' induction variables). A wait whose
+/// value is <= 0 is satisfied at once.
 struct SemWait {
   uint16_t queue = 0;
-  uint32_t value = 0;
+  int64_t value = 0;
+  std::vector<LoopTerm> valueTerms;
 };
 
 struct Instruction {
@@ -122,11 +143,21 @@ struct BufferDecl {
   int64_t numBytes() const { return numElements() * dtypeSize(dtype); }
 };
 
+/// A counted loop: instructions [begin, end) run `count` times in a row. Loops
+/// nest properly; Program::loops is sorted by begin, an outer loop before an
+/// inner loop with the same begin. Running a program runs its instructions in
+/// order, expanding the loops (the same order as if the bodies were unrolled).
+struct Loop {
+  uint32_t begin = 0, end = 0;
+  int64_t count = 1;
+};
+
 struct Program {
   int version = kProgramFormatVersion;
   std::string target;                  // "trn1", "trn2", "trn3".
   std::vector<BufferDecl> buffers;
   std::vector<Instruction> instructions; // a valid issue order across queues.
+  std::vector<Loop> loops;               // loops over ranges of `instructions`.
   std::vector<std::string> origins;      // "aten.mm.default (model.py:12)" etc.
   uint64_t flops = 0;                    // useful FLOPs of the source graph.
 };

@@ -1,24 +1,31 @@
 // JSON and CBOR encodings of Program (one document tree, nlohmann_json).
 //
-// Document (format version kProgramFormatVersion):
-//   {"format": "neuronsim-program", "version": 1, "target": "trn2",
+// Document (format version kProgramFormatVersion = 2):
+//   {"format": "neuronsim-program", "version": 2, "target": "trn2",
 //    "flops": 0, "origins": ["aten.mm.default (model.py:12)", ...],
 //    "buffers": [{"name", "kind": "input|output|internal|constant", "index",
 //                 "dtype": "f32|bf16|f16|i64|i32|i8|u8|i1", "shape": [..],
 //                 "data": <constant bytes>}, ...],
 //    "instructions": [{"op": "dma_copy|matmul|...", "queue": 4,
 //                      "dst": AP, "srcs": [AP, ...],
-//                      "waits": [[queue, value], ...],
+//                      "waits": [[queue, value], [queue, value, TERMS], ...],
 //                      "func": "gelu_tanh", "alu": "add", "imm": [a, b],
 //                      "accumulate": false, "reverse": false, "axes": 1,
-//                      "origin": 0}, ...]}
+//                      "origin": 0}, ...],
+//    "loops": [[begin, end, count], ...]}
 //   AP = {"space": "hbm|sbuf|psum", "dtype": "bf16", "buffer": 0 (hbm),
-//         "partition": 0 (sbuf/psum), "offset": 0,
+//         "partition": 0 (sbuf/psum), "offset": 0, "terms": TERMS,
 //         "dims": [[stride, size], ...]}
+//   TERMS = [[level, coef, modulus], ...]  (Program.h LoopTerm)
 // Instruction fields other than op/queue/dst may be omitted and then take the
 // Program.h defaults; the writer omits them when they are defaults and the
-// opcode does not use them. Constant data is a base64 string (RFC 4648, with
-// padding) in JSON and a CBOR byte string in CBOR; the reader accepts either.
+// opcode does not use them. "terms" (and a wait's third element) are written
+// only when non-empty; "loops" is always written and may be omitted (no
+// loops). The reader checks the loops (in range, non-empty, count >= 1,
+// sorted, properly nested, at most kMaxLoopDepth deep) and that every term's
+// level is a loop around its instruction. Constant data is a base64 string
+// (RFC 4648, with padding) in JSON and a CBOR byte string in CBOR; the reader
+// accepts either.
 // Non-finite immediates (e.g. -inf to start a max) are the strings "inf",
 // "-inf" and "nan", since JSON has no such numbers.
 // Every malformed input raises FormatError naming the field's path, e.g.
@@ -143,6 +150,13 @@ json numberToJson(double v) {
   return v;
 }
 
+json termsToJson(const std::vector<LoopTerm> &terms) {
+  json j = json::array();
+  for (const LoopTerm &t : terms)
+    j.push_back({t.level, t.coef, t.modulus});
+  return j;
+}
+
 json apToJson(const AccessPattern &ap) {
   json j = {{"space", spaceName(ap.space)}, {"dtype", dtypeName(ap.dtype)}};
   if (ap.space == MemSpace::Hbm || ap.buffer != 0)
@@ -150,6 +164,8 @@ json apToJson(const AccessPattern &ap) {
   if (ap.space != MemSpace::Hbm || ap.partition != 0)
     j["partition"] = ap.partition;
   j["offset"] = ap.offset;
+  if (!ap.offsetTerms.empty())
+    j["terms"] = termsToJson(ap.offsetTerms);
   json dims = json::array();
   for (const auto &d : ap.dims)
     dims.push_back({d[0], d[1]});
@@ -169,8 +185,12 @@ json instructionToJson(const Instruction &in) {
   }
   if (!in.waits.empty()) {
     json waits = json::array();
-    for (const auto &w : in.waits)
-      waits.push_back({w.queue, w.value});
+    for (const auto &w : in.waits) {
+      json jw = {w.queue, w.value};
+      if (!w.valueTerms.empty())
+        jw.push_back(termsToJson(w.valueTerms));
+      waits.push_back(std::move(jw));
+    }
     j["waits"] = std::move(waits);
   }
   bool usesAlu = op == Opcode::TensorTensor || op == Opcode::TensorScalar ||
@@ -216,13 +236,17 @@ json programToTree(const Program &p, bool binary) {
   json insts = json::array();
   for (const auto &in : p.instructions)
     insts.push_back(instructionToJson(in));
+  json loops = json::array();
+  for (const Loop &l : p.loops)
+    loops.push_back({l.begin, l.end, l.count});
   return {{"format", kFormatName},
           {"version", kProgramFormatVersion},
           {"target", p.target},
           {"flops", p.flops},
           {"origins", p.origins},
           {"buffers", std::move(buffers)},
-          {"instructions", std::move(insts)}};
+          {"instructions", std::move(insts)},
+          {"loops", std::move(loops)}};
 }
 
 } // namespace

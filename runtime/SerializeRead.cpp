@@ -1,5 +1,6 @@
 // Reads a Program from its document tree; errors name the bad field.
 // (The format is described at the top of Serialize.cpp.)
+#include "runtime/Loops.h"
 #include "runtime/Serialize.h"
 #include "runtime/SerializeDetail.h"
 
@@ -157,7 +158,29 @@ BufferDecl::Kind kindOf(const json &j, const Path &p) {
 constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
 constexpr int64_t kU32Max = std::numeric_limits<uint32_t>::max();
 
-AccessPattern readAp(const json &j, const Path &p) {
+/// [[level, coef, modulus], ...] of an instruction inside `depth` loops.
+std::vector<LoopTerm> readTerms(const json &j, const Path &p, int depth) {
+  array(j, p);
+  std::vector<LoopTerm> terms;
+  terms.reserve(j.size());
+  for (size_t i = 0; i < j.size(); ++i) {
+    const json &t = j[i];
+    if (!t.is_array() || t.size() != 3)
+      bad(p[i], "expected [level, coef, modulus], got " + t.dump());
+    LoopTerm term;
+    term.level = uint8_t(integer(t[0], p[i][0], 0, kMaxLoopDepth - 1));
+    if (term.level >= depth)
+      bad(p[i][0], "loop level " + std::to_string(term.level) +
+                       ", but the instruction is inside " +
+                       std::to_string(depth) + " loop(s)");
+    term.coef = integer(t[1], p[i][1], -kI64Max, kI64Max);
+    term.modulus = integer(t[2], p[i][2], 0, kI64Max);
+    terms.push_back(term);
+  }
+  return terms;
+}
+
+AccessPattern readAp(const json &j, const Path &p, int depth) {
   expectObject(j, p);
   AccessPattern ap;
   ap.space = spaceOf(required(j, "space", p), p / "space");
@@ -165,6 +188,8 @@ AccessPattern readAp(const json &j, const Path &p) {
   ap.buffer = uint32_t(integerOr(j, "buffer", p, 0, kU32Max, 0));
   ap.partition = uint32_t(integerOr(j, "partition", p, 0, kU32Max, 0));
   ap.offset = integerOr(j, "offset", p, -kI64Max, kI64Max, 0);
+  if (const json *terms = optional(j, "terms"))
+    ap.offsetTerms = readTerms(*terms, p / "terms", depth);
   const Path dp = p / "dims";
   const json &dims = array(required(j, "dims", p), dp);
   ap.dims.reserve(dims.size());
@@ -178,32 +203,38 @@ AccessPattern readAp(const json &j, const Path &p) {
   return ap;
 }
 
-Instruction readInstruction(const json &j, const Path &p) {
+/// [queue, value] or [queue, value, [[level, coef, modulus], ...]].
+SemWait readWait(const json &w, const Path &p, int depth) {
+  if (!w.is_array() || (w.size() != 2 && w.size() != 3))
+    bad(p, "expected [queue, value] or [queue, value, terms], got " + w.dump());
+  SemWait sw;
+  sw.queue = uint16_t(integer(w[0], p[0], 0, kNumQueues - 1));
+  sw.value = integer(w[1], p[1], -kI64Max, kI64Max);
+  if (w.size() == 3)
+    sw.valueTerms = readTerms(w[2], p[2], depth);
+  return sw;
+}
+
+/// Instruction `j` inside `depth` loops.
+Instruction readInstruction(const json &j, const Path &p, int depth) {
   expectObject(j, p);
   Instruction in;
   in.opcode =
       enumValue<Opcode>(required(j, "op", p), p / "op", parseOpcode, "opcode");
   in.queue = uint16_t(
       integer(required(j, "queue", p), p / "queue", 0, kNumQueues - 1));
-  in.dst = readAp(required(j, "dst", p), p / "dst");
+  in.dst = readAp(required(j, "dst", p), p / "dst", depth);
   if (const json *srcs = optional(j, "srcs")) {
     const Path sp = p / "srcs";
     array(*srcs, sp);
     for (size_t i = 0; i < srcs->size(); ++i)
-      in.srcs.push_back(readAp((*srcs)[i], sp[i]));
+      in.srcs.push_back(readAp((*srcs)[i], sp[i], depth));
   }
   if (const json *waits = optional(j, "waits")) {
     const Path wp = p / "waits";
     array(*waits, wp);
-    for (size_t i = 0; i < waits->size(); ++i) {
-      const json &w = (*waits)[i];
-      if (!w.is_array() || w.size() != 2)
-        bad(wp[i], "expected [queue, value], got " + w.dump());
-      SemWait sw;
-      sw.queue = uint16_t(integer(w[0], wp[i][0], 0, kNumQueues - 1));
-      sw.value = uint32_t(integer(w[1], wp[i][1], 0, kU32Max));
-      in.waits.push_back(sw);
-    }
+    for (size_t i = 0; i < waits->size(); ++i)
+      in.waits.push_back(readWait((*waits)[i], wp[i], depth));
   }
   if (const json *f = optional(j, "func"))
     in.func =
@@ -256,6 +287,30 @@ BufferDecl readBuffer(const json &j, const Path &p) {
   return b;
 }
 
+/// [[begin, end, count], ...] over `numInstructions` instructions, checked
+/// to be a valid loop nest.
+std::vector<Loop> readLoops(const json &j, const Path &p,
+                            size_t numInstructions) {
+  array(j, p);
+  std::vector<Loop> loops;
+  loops.reserve(j.size());
+  for (size_t i = 0; i < j.size(); ++i) {
+    const json &l = j[i];
+    if (!l.is_array() || l.size() != 3)
+      bad(p[i], "expected [begin, end, count], got " + l.dump());
+    Loop loop;
+    loop.begin = uint32_t(integer(l[0], p[i][0], 0, kU32Max));
+    loop.end = uint32_t(integer(l[1], p[i][1], 0, kU32Max));
+    loop.count = integer(l[2], p[i][2], -kI64Max, kI64Max);
+    loops.push_back(loop);
+  }
+  size_t badLoop = 0;
+  const std::string problem = loopNestProblem(loops, numInstructions, badLoop);
+  if (!problem.empty())
+    bad(p[badLoop], problem);
+  return loops;
+}
+
 Program readProgram(const json &j) {
   const Path root;
   expectObject(j, root);
@@ -287,9 +342,12 @@ Program readProgram(const json &j) {
     prog.buffers.push_back(readBuffer(bufs[i], bp[i]));
   const Path ip = root / "instructions";
   const json &insts = array(required(j, "instructions", root), ip);
+  if (const json *loops = optional(j, "loops"))
+    prog.loops = readLoops(*loops, root / "loops", insts.size());
+  const std::vector<uint8_t> depth = loopDepths(prog.loops, insts.size());
   prog.instructions.reserve(insts.size());
   for (size_t i = 0; i < insts.size(); ++i)
-    prog.instructions.push_back(readInstruction(insts[i], ip[i]));
+    prog.instructions.push_back(readInstruction(insts[i], ip[i], depth[i]));
   return prog;
 }
 

@@ -17,9 +17,9 @@ struct SimulationError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// When and where one instruction ran (RunOptions::timeline).
+/// When and where one instruction instance ran (RunOptions::timeline).
 struct InstructionTiming {
-  uint32_t instruction = 0;       // index into Program::instructions
+  uint32_t instruction = 0;       // index into Program::instructions (static)
   uint16_t queue = 0;
   double startNs = 0;             // the queue starts the instruction
   double endNs = 0;               // the queue can start its next instruction
@@ -35,8 +35,9 @@ struct RunOptions {
   /// Fill SBUF, PSUM and internal HBM buffers with 0xFF bytes (NaN in float
   /// dtypes) instead of zeros, to expose reads of memory never written.
   bool poisonMemory = false;
-  /// If set, receives one entry per instruction, in program order
-  /// (Trace.h writes it as a Chrome trace / Perfetto timeline).
+  /// If set, receives one entry per executed instruction instance, in
+  /// program order with the loops expanded (Trace.h writes it as a Chrome
+  /// trace / Perfetto timeline).
   std::vector<InstructionTiming> *timeline = nullptr;
 };
 
@@ -44,11 +45,11 @@ struct RunStats {
   double simNs = 0;               // simulated device time
   uint64_t flops = 0;
   uint64_t hbmBytes = 0;          // bytes moved to/from HBM by DMA
-  uint64_t instructions = 0;
+  uint64_t instructions = 0;     // executed instruction instances
   std::map<std::string, double> engineBusyNs; // tensor, vector, scalar, gpsimd, dma
   // Added members. "dma" above is the time at least one DMA queue is active.
   std::vector<double> queueBusyNs;   // per queue (kNumQueues entries)
-  uint64_t dmaTransfers = 0;         // DmaCopy and DmaGather instructions
+  uint64_t dmaTransfers = 0;         // DmaCopy and DmaGather instances
   uint64_t dmaBytes = 0;             // bytes they moved, any spaces
   uint64_t matmuls = 0;
   // Report (issue 5). Peaks come from the Target (HARDWARE.md).

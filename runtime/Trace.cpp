@@ -80,6 +80,24 @@ int64_t operandBytes(const Instruction &inst) {
   return b;
 }
 
+/// "Scalar>=2", or with loop terms "Scalar>=1+2*i0+1*(i1%4)" (i<level> is
+/// the induction variable of the loop at that level).
+void appendWait(std::string &out, const SemWait &w) {
+  out += '"';
+  out += traceLaneName(w.queue);
+  out += ">=";
+  out += std::to_string(w.value);
+  for (const LoopTerm &t : w.valueTerms) {
+    out += t.coef < 0 ? "-" : "+";
+    out += std::to_string(t.coef < 0 ? 0 - uint64_t(t.coef) : uint64_t(t.coef));
+    out += t.modulus > 0 ? "*(i" : "*i";
+    out += std::to_string(t.level);
+    if (t.modulus > 0)
+      out += "%" + std::to_string(t.modulus) + ")";
+  }
+  out += '"';
+}
+
 void appendMeta(std::string &out, const char *name, int tid,
                 const char *argKey, const std::string &argValue,
                 bool quoted = true) {
@@ -218,11 +236,7 @@ std::string traceToJson(const Program &program,
     for (size_t w = 0; w < inst.waits.size(); ++w) {
       if (w)
         out += ',';
-      out += '"';
-      out += traceLaneName(inst.waits[w].queue);
-      out += ">=";
-      out += std::to_string(inst.waits[w].value);
-      out += '"';
+      appendWait(out, inst.waits[w]);
     }
     out += "],\"complete_us\":";
     appendFixed(out, t.completeNs / 1e3);

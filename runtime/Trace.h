@@ -9,8 +9,9 @@
 // queue: tid = queue index (Program.h: 0 Tensor, 1 Vector, 2 Scalar,
 // 3 GpSimd, 4 + i DMA queue i), named by "thread_name" metadata events
 // ("Tensor", "Vector", "Scalar", "GpSimd", "DMA q0" .. "DMA q15") and ordered
-// by "thread_sort_index". Every instruction is one complete event ("ph": "X")
-// on its queue's lane:
+// by "thread_sort_index". Every instruction instance (an instruction inside
+// loops runs once per iteration) is one complete event ("ph": "X") on its
+// queue's lane:
 //   name  opcode ("matmul", "dma_copy", ...)
 //   cat   engine ("tensor", "vector", "scalar", "gpsimd", "dma")
 //   ts    start, dur = end - start, in microseconds (floats; ns precision)
@@ -19,7 +20,9 @@
 //                      absent if the program has no such origin
 //         bytes        DmaCopy, DmaGather: bytes moved; others: bytes read
 //                      + written
-//         waits        ["Scalar>=2", ...]: the semaphore waits
+//         waits        ["Scalar>=2", ...]: the semaphore waits; a value with
+//                      loop terms reads "Scalar>=1+2*i0+1*(i1%4)" (i<level>:
+//                      the induction variable of the loop at that level)
 //         complete_us  when the result is visible (matmul latency, DMA end)
 //         func / alu   the activation function or ALU op, where it applies
 // Instruction events are sorted by start time (ties: queue, then program

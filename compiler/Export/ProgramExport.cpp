@@ -1,5 +1,6 @@
 // Serializes nisa instructions 1:1 into runtime::Program (buffers, instructions, origins).
 #include "compiler/Export/ProgramExport.h"
+#include "dialects/Common/LoopTerms.h"
 #include "dialects/NIsa/IR/NIsaOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -54,6 +55,7 @@ class Exporter {
 public:
   explicit Exporter(rt::Program &program) : program(program) {}
   LogicalResult run(func::FuncOp func);
+  LogicalResult block(Block &body);
 
 private:
   FailureOr<rt::AccessPattern> pattern(Operation *op, nisa::AccessPatternAttr ap);
@@ -62,6 +64,7 @@ private:
 
   rt::Program &program;
   llvm::StringMap<uint32_t> origins;
+  int64_t iterations = 1; // instances of an instruction in the current loop nest
 };
 
 FailureOr<rt::AccessPattern> Exporter::pattern(Operation *op, nisa::AccessPatternAttr ap) {
@@ -79,6 +82,8 @@ FailureOr<rt::AccessPattern> Exporter::pattern(Operation *op, nisa::AccessPatter
   else
     out.partition = ap.getIndex();
   out.offset = ap.getOffset();
+  for (const LoopTerm &t : unpackTerms(ap.getTerms()))
+    out.offsetTerms.push_back({(uint8_t)t.level, t.coef, t.modulus});
   for (size_t i = 0; i < ap.getRank(); ++i)
     out.dims.push_back({ap.getStride(i), ap.getSize(i)});
   return out;
@@ -127,7 +132,7 @@ LogicalResult Exporter::instruction(Operation *op) {
           .Case([&](nisa::MatmulOp o) {
             inst.opcode = rt::Opcode::Matmul;
             inst.accumulate = o.getAccumulate();
-            program.flops += 2 * o.getStationary().getSize(0) *
+            program.flops += iterations * 2 * o.getStationary().getSize(0) *
                              o.getStationary().getFreeSize() * o.getMoving().getFreeSize();
             return success(succeeded(src(o.getStationary())) && succeeded(src(o.getMoving())));
           })
@@ -175,13 +180,31 @@ LogicalResult Exporter::instruction(Operation *op) {
     return failure();
   if (auto waits = op->getAttrOfType<DenseI32ArrayAttr>("waits"))
     for (size_t i = 0; i + 1 < (size_t)waits.size(); i += 2)
-      inst.waits.push_back({(uint16_t)waits[i], (uint32_t)waits[i + 1]});
+      inst.waits.push_back({(uint16_t)waits[i], (int64_t)waits[i + 1], {}});
+  if (auto terms = op->getAttrOfType<DenseI64ArrayAttr>("wait_terms"))
+    for (size_t i = 0; i + 3 < (size_t)terms.size(); i += 4)
+      inst.waits[terms[i]].valueTerms.push_back({(uint8_t)terms[i + 1], terms[i + 2], terms[i + 3]});
   program.instructions.push_back(std::move(inst));
   return success();
 }
 
-LogicalResult Exporter::run(func::FuncOp func) {
-  for (Operation &op : func.getBody().front()) {
+LogicalResult Exporter::run(func::FuncOp func) { return block(func.getBody().front()); }
+
+LogicalResult Exporter::block(Block &body) {
+  for (Operation &op : body) {
+    if (auto loop = dyn_cast<nisa::LoopOp>(op)) {
+      size_t index = program.loops.size();
+      program.loops.push_back({(uint32_t)program.instructions.size(), 0, loop.getCount()});
+      int64_t outer = iterations;
+      iterations *= loop.getCount();
+      if (failed(block(loop.getBody().front())))
+        return failure();
+      iterations = outer;
+      program.loops[index].end = (uint32_t)program.instructions.size();
+      if (program.loops[index].end == program.loops[index].begin)
+        program.loops.resize(index); // no instructions: nothing to iterate
+      continue;
+    }
     if (auto buf = dyn_cast<nisa::BufferOp>(op)) {
       if (buf.getId() != program.buffers.size())
         return buf.emitOpError("buffer ids must count up from 0 in declaration order");

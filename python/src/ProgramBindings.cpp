@@ -110,8 +110,12 @@ void bindProgram(py::module_ &m) {
       .def_readonly("target", &Program::target)
       .def_readonly("flops", &Program::flops)
       .def_readonly("origins", &Program::origins)
-      .def_property_readonly("num_instructions",
-                             [](const Program &p) { return p.instructions.size(); })
+      .def_property_readonly(
+          "num_instructions", [](const Program &p) { return p.instructions.size(); },
+          "Static instructions (a loop body counts once; run stats count executed ones).")
+      .def_property_readonly(
+          "num_loops", [](const Program &p) { return p.loops.size(); },
+          "Counted loops over ranges of the instructions.")
       .def_property_readonly("buffers", &bufferList,
                              "HBM buffers: dicts with name, kind, index, dtype, shape.")
       .def(

@@ -27,7 +27,7 @@ def _hbm(buffer: int) -> dict:
 # y = x * 2 for x: f32[4, 3]: DMA in, Vector engine multiply, DMA out.
 DOUBLE = {
     "format": "neuronsim-program",
-    "version": 1,
+    "version": 2,
     "target": "trn2",
     "flops": 12,
     "origins": ["aten.mul.Tensor (model.py:1)"],
@@ -78,6 +78,39 @@ def test_run_computes_and_reports_stats():
     assert stats["hbm_bytes"] == 2 * 4 * 3 * 4
     assert set(stats["engine_busy_ns"]) == {"tensor", "vector", "scalar", "gpsimd", "dma"}
     assert stats["engine_busy_ns"]["vector"] > 0
+
+
+def _row(buffer: int, space: str, offset: int, terms: list) -> dict:
+    ap = {"space": space, "dtype": "f32", "offset": offset, "dims": [[1, 1], [1, 3]]}
+    ap.update({"buffer": buffer} if space == "hbm" else {"partition": 0})
+    return {**ap, "terms": terms} if terms else ap
+
+
+# The same y = x * 2 as a loop over the 4 rows: row offsets 3 * i0 in HBM, the SBUF
+# tiles rotate over two buffers (64 bytes apart), waits count per iteration.
+LOOPED = {
+    **DOUBLE,
+    "instructions": [
+        {"op": "dma_copy", "queue": 4, "waits": [[1, -1, [[0, 1, 0]]]],
+         "dst": _row(0, "sbuf", 0, [[0, 64, 2]]), "srcs": [_row(0, "hbm", 0, [[0, 3, 0]])]},
+        {"op": "tensor_scalar", "queue": 1, "alu": "mul", "imm": [2.0, 0.0],
+         "waits": [[4, 1, [[0, 1, 0]]]],
+         "dst": _row(0, "sbuf", 128, [[0, 64, 2]]), "srcs": [_row(0, "sbuf", 0, [[0, 64, 2]])]},
+        {"op": "dma_copy", "queue": 5, "waits": [[1, 1, [[0, 1, 0]]]],
+         "dst": _row(1, "hbm", 0, [[0, 3, 0]]), "srcs": [_row(0, "sbuf", 128, [[0, 64, 2]])]},
+    ],  # fmt: skip
+    "loops": [[0, 3, 4]],
+}
+
+
+def test_looped_program_runs_every_iteration():
+    program = _program(LOOPED)
+    assert program.num_instructions == 3 and program.num_loops == 1
+    assert _C.Program.from_json(program.to_json()).to_json() == program.to_json()
+    x = torch.randn(4, 3)
+    outputs, stats = program.run([to_dlpack(x)])
+    assert torch.equal(torch.from_dlpack(outputs[0]), x * 2)
+    assert stats["instructions"] == 12 and stats["hbm_bytes"] == 2 * 4 * 3 * 4
 
 
 def test_run_accepts_tensors_and_non_contiguous_inputs():

@@ -3,6 +3,7 @@
 
 #include "runtime/Program.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -51,6 +52,32 @@ inline AccessPattern hbm(uint32_t buffer, DType dt, int64_t offset,
   ap.offset = offset;
   ap.dims = std::move(dims);
   return ap;
+}
+
+/// The loop term coef * iv[level], or coef * (iv[level] % modulus) if
+/// modulus > 0.
+inline LoopTerm term(int level, int64_t coef, int64_t modulus = 0) {
+  LoopTerm t;
+  t.level = uint8_t(level);
+  t.coef = coef;
+  t.modulus = modulus;
+  return t;
+}
+
+/// `ap` with loop terms added to its offset.
+inline AccessPattern withTerms(AccessPattern ap, std::vector<LoopTerm> terms) {
+  ap.offsetTerms = std::move(terms);
+  return ap;
+}
+
+/// Wait for `value` (+ `terms`) completions of `queue`.
+inline SemWait waitFor(int queue, int64_t value,
+                       std::vector<LoopTerm> terms = {}) {
+  SemWait w;
+  w.queue = uint16_t(queue);
+  w.value = value;
+  w.valueTerms = std::move(terms);
+  return w;
 }
 
 struct Builder {
@@ -110,7 +137,100 @@ struct Builder {
   }
 
   Instruction &last() { return prog.instructions.back(); }
+
+  /// Index the next added instruction gets.
+  size_t next() const { return prog.instructions.size(); }
+
+  /// Makes the instructions added since index `begin` the body of a loop that
+  /// runs `count` times. Call it after the body, so that a loop comes after
+  /// the loops inside it; prog.loops is kept sorted (by begin, outer loops
+  /// first; of two loops over the same range, the later one is outer).
+  void loop(size_t begin, int64_t count) {
+    Loop l;
+    l.begin = uint32_t(begin);
+    l.end = uint32_t(prog.instructions.size());
+    l.count = count;
+    auto at = std::find_if(prog.loops.begin(), prog.loops.end(),
+                           [&](const Loop &o) {
+                             return o.begin > l.begin ||
+                                    (o.begin == l.begin && o.end <= l.end);
+                           });
+    prog.loops.insert(at, l);
+  }
 };
+
+namespace detail {
+
+inline int64_t termsAt(int64_t base, const std::vector<LoopTerm> &terms,
+                       const std::vector<int64_t> &iv) {
+  for (const LoopTerm &t : terms) {
+    const int64_t v = iv.at(t.level);
+    base += t.coef * (t.modulus > 0 ? v % t.modulus : v);
+  }
+  return base;
+}
+
+/// `in` with its loop terms evaluated at the induction variables `iv`.
+inline Instruction instanceOf(const Instruction &in,
+                              const std::vector<int64_t> &iv) {
+  Instruction out = in;
+  auto bind = [&](AccessPattern &ap) {
+    ap.offset = termsAt(ap.offset, ap.offsetTerms, iv);
+    ap.offsetTerms.clear();
+  };
+  bind(out.dst);
+  for (AccessPattern &s : out.srcs)
+    bind(s);
+  for (SemWait &w : out.waits) {
+    w.value = termsAt(w.value, w.valueTerms, iv);
+    w.valueTerms.clear();
+  }
+  return out;
+}
+
+/// Appends instructions [begin, end) of `p` to `out`, expanding the loops
+/// p.loops[k..] that start inside the range; `iv` holds the enclosing loops'
+/// induction variables. `origin` receives each instance's static index.
+inline void unrollRange(const Program &p, size_t begin, size_t end, size_t k,
+                        std::vector<int64_t> &iv, Program &out,
+                        std::vector<size_t> &origin) {
+  for (size_t i = begin; i < end;) {
+    if (k < p.loops.size() && p.loops[k].begin == i) {
+      const Loop &l = p.loops[k];
+      size_t after = k + 1; // the first loop not nested in l
+      while (after < p.loops.size() && p.loops[after].begin < l.end)
+        ++after;
+      for (int64_t t = 0; t < l.count; ++t) {
+        iv.push_back(t);
+        unrollRange(p, l.begin, l.end, k + 1, iv, out, origin);
+        iv.pop_back();
+      }
+      i = l.end;
+      k = after;
+    } else {
+      out.instructions.push_back(instanceOf(p.instructions[i], iv));
+      origin.push_back(i);
+      ++i;
+    }
+  }
+}
+
+} // namespace detail
+
+/// The loop-free program that runs the same instruction instances as `p`, in
+/// the same order (an independent reference for the simulator's loops).
+/// `origin` (optional) receives the static index of each instance.
+inline Program unrolled(const Program &p,
+                        std::vector<size_t> *origin = nullptr) {
+  Program out = p;
+  out.instructions.clear();
+  out.loops.clear();
+  std::vector<int64_t> iv;
+  std::vector<size_t> ignored;
+  detail::unrollRange(p, 0, p.instructions.size(), 0, iv, out,
+                      origin ? *origin : ignored);
+  return out;
+}
 
 /// Raw bytes of a vector, e.g. for constant buffer data.
 template <class T> std::vector<uint8_t> bytesOf(const std::vector<T> &v) {

@@ -9,8 +9,11 @@
 //
 // Reports
 //  - timing-only speed in instructions per second, on a 200k-instruction mix
-//    with semaphores (the program of the "timing-only mode is fast" test) and
-//    on a tiled 4096^3 bf16 GEMM program;
+//    with semaphores (the program of the "timing-only mode is fast" test), on
+//    the same mix written as a loop (64 instructions run 3125 times: 200k
+//    instruction instances, identical stats; and 100x that, 20M instances),
+//    on a looped load/activation/tensor_scalar/store pipeline over 100k tiles
+//    (400k instances) and on a tiled 4096^3 bf16 GEMM program;
 //  - functional speed in GFLOP/s on 1024^3 GEMM programs (fp32 and bf16
 //    inputs), tiled exactly as compiler/Conversion/NTorchToNTile/Linear.cpp
 //    tiles them (transposing stationary DMA, moving DMA per K tile, matmul
@@ -69,11 +72,11 @@ double bestOf(int reps, const std::function<void()> &f) {
 
 /// Counts instructions per queue so waits name the right completion count.
 struct Counter {
-  uint32_t n[kNumQueues] = {};
+  int64_t n[kNumQueues] = {};
   /// The wait for the instruction just added to `p`.
   SemWait after(const Program &p) {
     int q = p.instructions.back().queue;
-    return {uint16_t(q), ++n[q]};
+    return waitFor(q, ++n[q]);
   }
 };
 
@@ -94,6 +97,62 @@ Program mixProgram() {
           sbuf(DType::BF16, 0, 2048, 128, {64})},
          {{kQueueScalar, uint32_t(i + 1)}});
   }
+  return b.prog;
+}
+
+/// mixProgram's instances as a loop: one iteration runs 16 of its groups (one
+/// per DMA queue); `iterations` = 3125 gives the same 200k instances.
+Program loopedMixProgram(int64_t iterations) {
+  Builder b;
+  uint32_t x = b.input("x", DType::F32, {128, 64});
+  const size_t body = b.next();
+  for (int k = 0; k < 16; ++k) { // group i = 16 * iv + k of mixProgram
+    b.dma(kQueueDma0 + k, sbuf(DType::F32, 0, 0, 128, {64}),
+          hbm(x, DType::F32, 0, {{64, 128}, {1, 64}}));
+    b.op(Opcode::TensorCopy, kQueueVector, sbuf(DType::F32, 0, 256, 128, {64}),
+         {sbuf(DType::F32, 0, 0, 128, {64})},
+         {waitFor(kQueueDma0 + k, 1, {term(0, 1)})}); // i / 16 + 1
+    b.op(Opcode::Activation, kQueueScalar, sbuf(DType::F32, 0, 512, 128, {64}),
+         {sbuf(DType::F32, 0, 256, 128, {64})},
+         {waitFor(kQueueVector, k + 1, {term(0, 16)})}); // i + 1
+    b.op(Opcode::Matmul, kQueueTensor, psum(DType::F32, 0, 0, 64, {64}),
+         {sbuf(DType::BF16, 0, 1024, 128, {64}),
+          sbuf(DType::BF16, 0, 2048, 128, {64})},
+         {waitFor(kQueueScalar, k + 1, {term(0, 16)})});
+  }
+  b.loop(body, iterations);
+  return b.prog;
+}
+
+/// y = relu(x) * 2 over `tiles` [128, 64] f32 tiles as one loop: a DMA load
+/// (HBM offset term) into a ring of 3 SBUF slots (modulus term), an
+/// activation and a tensor_scalar into a second ring, a DMA store; waits with
+/// value terms. 4 instruction instances per tile.
+Program loopedPipelineProgram(int64_t tiles) {
+  Builder b;
+  uint32_t x = b.input("x", DType::F32, {tiles * 128, 64});
+  uint32_t y = b.output("y", DType::F32, {tiles * 128, 64});
+  const int64_t slot = 64 * 4, tile = 128 * 64;
+  auto ring = [&](int64_t base) {
+    return withTerms(sbuf(DType::F32, 0, base, 128, {64}),
+                     {term(0, slot, 3)});
+  };
+  auto hbmTile = [&](uint32_t buf) {
+    return withTerms(hbm(buf, DType::F32, 0, {{64, 128}, {1, 64}}),
+                     {term(0, tile)});
+  };
+  b.dma(kQueueDma0, ring(0), hbmTile(x),
+        {waitFor(kQueueDma0 + 1, -2, {term(0, 1)})}); // slot reuse
+  b.op(Opcode::Activation, kQueueScalar, ring(3 * slot), {ring(0)},
+       {waitFor(kQueueDma0, 1, {term(0, 1)})});
+  b.last().func = ActFunc::Relu;
+  b.op(Opcode::TensorScalar, kQueueVector, ring(3 * slot), {ring(3 * slot)},
+       {waitFor(kQueueScalar, 1, {term(0, 1)})});
+  b.last().alu = AluOp::Mul;
+  b.last().imm[0] = 2;
+  b.dma(kQueueDma0 + 1, hbmTile(y), ring(3 * slot),
+        {waitFor(kQueueVector, 1, {term(0, 1)})});
+  b.loop(0, tiles);
   return b.prog;
 }
 
@@ -200,16 +259,45 @@ Program elementwiseProgram(int64_t R, int64_t C, DType dt, const TileBody &body,
   return b.prog;
 }
 
+/// Timing-only speed of looped programs; `flat` is the run of mixProgram,
+/// whose stats the looped mix of the same 200k instances must reproduce.
+void benchLoopedTiming(int reps, const RunStats &flat) {
+  RunOptions o;
+  o.timingOnly = true;
+  for (int64_t iterations : {3125, 312500}) {
+    Program looped = loopedMixProgram(iterations);
+    RunStats st;
+    double s = bestOf(reps, [&] { st = simulate(looped, trn2(), {}, {}, o); });
+    const bool differs = iterations == 3125 &&
+                         (st.simNs != flat.simNs ||
+                          st.instructions != flat.instructions);
+    std::printf("timing-only  looped mix (%.1fM instances)  %8.2f M instr/s "
+                "(cpu %.1f ms, wall %.1f ms)%s\n",
+                st.instructions / 1e6, st.instructions / s / 1e6, s * 1e3,
+                gWallSecs * 1e3,
+                differs ? "  STATS DIFFER FROM THE FLAT MIX" : "");
+  }
+  Program pipe = loopedPipelineProgram(100000);
+  RunStats st;
+  double s = bestOf(reps, [&] { st = simulate(pipe, trn2(), {}, {}, o); });
+  std::printf("timing-only  looped load/act/mul/store (%.1fM instances) "
+              "%8.2f M instr/s (cpu %.1f ms, wall %.1f ms)\n",
+              st.instructions / 1e6, st.instructions / s / 1e6, s * 1e3,
+              gWallSecs * 1e3);
+}
+
 void benchTiming(int reps) {
   if (!selected("timing-only"))
     return;
   Program mix = mixProgram();
   RunOptions o;
   o.timingOnly = true;
-  double s = bestOf(reps, [&] { simulate(mix, trn2(), {}, {}, o); });
+  RunStats flat;
+  double s = bestOf(reps, [&] { flat = simulate(mix, trn2(), {}, {}, o); });
   std::printf("timing-only  mix of 200k instructions     %8.2f M instr/s "
               "(cpu %.1f ms, wall %.1f ms)\n",
-              mix.instructions.size() / s / 1e6, s * 1e3, gWallSecs * 1e3);
+              flat.instructions / s / 1e6, s * 1e3, gWallSecs * 1e3);
+  benchLoopedTiming(reps, flat);
   Program gemm = gemmProgram(4096, 4096, 4096, DType::BF16);
   RunStats st;
   s = bestOf(reps, [&] { st = simulate(gemm, trn2(), {}, {}, o); });

@@ -61,6 +61,38 @@ Program fullProgram() {
   return b.prog;
 }
 
+/// A program with nested loops, offset terms and wait value terms:
+///   0  load                              (no loop)
+///   1  load a row per outer iteration    loop [1, 4) x3, level 0
+///   2  copy                                loop [2, 3) x4, level 1
+///   3  store
+Program loopedProgram() {
+  Builder b;
+  uint32_t x = b.input("x", DType::F32, {12, 64});
+  uint32_t y = b.output("y", DType::F32, {12, 64});
+  b.dma(kQueueDma0, sbuf(DType::F32, 0, 0, 1, {64}),
+        hbm(x, DType::F32, 0, {{64, 1}, {1, 64}}));
+  const size_t outer = b.next();
+  b.dma(kQueueDma0 + 1, sbuf(DType::F32, 0, 256, 1, {64}),
+        withTerms(hbm(x, DType::F32, 64, {{64, 1}, {1, 64}}),
+                  {term(0, 256)}),
+        {waitFor(kQueueDma0 + 2, -2, {term(0, 1)})});
+  const size_t inner = b.next();
+  b.op(Opcode::TensorCopy, kQueueVector,
+       withTerms(sbuf(DType::F32, 0, 1024, 1, {64}),
+                 {term(0, 1024), term(1, 256, 2)}),
+       {sbuf(DType::F32, 0, 256, 1, {64})},
+       {waitFor(kQueueDma0 + 1, 1, {term(0, 1)}),
+        waitFor(kQueueVector, 4, {term(0, 4), term(1, -1), term(1, 3, 2)})});
+  b.loop(inner, 4);
+  b.dma(kQueueDma0 + 2,
+        withTerms(hbm(y, DType::F32, 0, {{64, 1}, {1, 64}}), {term(0, 64)}),
+        withTerms(sbuf(DType::F32, 0, 1024, 1, {64}), {term(0, 1024)}),
+        {waitFor(kQueueVector, 4, {term(0, 4)})});
+  b.loop(outer, 3);
+  return b.prog;
+}
+
 void checkSameProgram(const Program &a, const Program &b) {
   // The canonical JSON of both must agree; NaN and inf are encoded as text.
   CHECK(programToJson(a, 1) == programToJson(b, 1));
@@ -93,7 +125,7 @@ TEST_CASE("JSON round trip keeps every field", "[serialize]") {
   Program p = fullProgram();
   std::string text = programToJson(p);
   CHECK_THAT(text, Contains("\"format\":\"neuronsim-program\""));
-  CHECK_THAT(text, Contains("\"version\":1"));
+  CHECK_THAT(text, Contains("\"version\":2"));
   CHECK_THAT(text, Contains("\"op\":\"tensor_reduce\""));
   CHECK_THAT(text, Contains("\"func\":\"gelu_tanh\""));
   CHECK_THAT(text, Contains("\"data\":\"+vs=\"")); // bytes 250, 251 in base64
@@ -120,6 +152,122 @@ TEST_CASE("CBOR round trip keeps every field and is compact", "[serialize]") {
   CHECK(bytes.size() < programToJson(p).size());
 }
 
+TEST_CASE("loops, offset terms and wait terms survive JSON and CBOR",
+          "[serialize][loops]") {
+  const Program p = loopedProgram();
+  REQUIRE(p.loops.size() == 2);
+  const std::string text = programToJson(p);
+  CHECK_THAT(text, Contains("\"loops\":[[1,4,3],[2,3,4]]"));
+  CHECK_THAT(text, Contains("\"terms\":[[0,1024,0],[1,256,2]]"));
+  CHECK_THAT(text, Contains("\"waits\":[[5,1,[[0,1,0]]],[1,4,[[0,4,0],[1,-1,0],"
+                            "[1,3,2]]]]"));
+  CHECK_THAT(text, Contains("[[6,-2,[[0,1,0]]]]")); // a negative base value
+  for (const Program &q : {programFromJson(text),
+                           programFromCbor(programToCbor(p))}) {
+    CHECK(programToJson(q, 1) == programToJson(p, 1));
+    REQUIRE(q.loops.size() == 2);
+    CHECK(q.loops[0].begin == 1);
+    CHECK(q.loops[0].end == 4);
+    CHECK(q.loops[0].count == 3);
+    CHECK(q.loops[1].count == 4);
+    const Instruction &copy = q.instructions[2];
+    REQUIRE(copy.dst.offsetTerms.size() == 2);
+    CHECK(copy.dst.offsetTerms[1].level == 1);
+    CHECK(copy.dst.offsetTerms[1].coef == 256);
+    CHECK(copy.dst.offsetTerms[1].modulus == 2);
+    CHECK(copy.srcs[0].offsetTerms.empty());
+    REQUIRE(copy.waits.size() == 2);
+    CHECK(copy.waits[1].value == 4);
+    REQUIRE(copy.waits[1].valueTerms.size() == 3);
+    CHECK(copy.waits[1].valueTerms[1].coef == -1);
+    CHECK(q.instructions[1].waits[0].value == -2);
+  }
+}
+
+TEST_CASE("programs without loops write an empty list and may omit it",
+          "[serialize][loops]") {
+  const std::string text = programToJson(fullProgram());
+  CHECK_THAT(text, Contains("\"loops\":[]"));
+  CHECK_THAT(text, !Contains("\"terms\""));
+  nlohmann::json tree = nlohmann::json::parse(text);
+  tree.erase("loops");
+  CHECK(programFromJson(tree.dump()).loops.empty());
+}
+
+TEST_CASE("readers reject malformed loops and terms", "[serialize][loops]") {
+  const nlohmann::json good =
+      nlohmann::json::parse(programToJson(loopedProgram()));
+  auto errorFor = [&](const std::function<void(nlohmann::json &)> &edit) {
+    nlohmann::json t = good;
+    edit(t);
+    const std::string json = messageOf([&] { programFromJson(t.dump()); });
+    const std::string cbor = messageOf(
+        [&] { programFromCbor(nlohmann::json::to_cbor(t)); });
+    CHECK(json == cbor);
+    return json;
+  };
+  using J = nlohmann::json;
+  CHECK(errorFor([](J &t) { t["loops"] = "none"; }) ==
+        "loops: expected an array, got string");
+  CHECK(errorFor([](J &t) { t["loops"][0] = {1, 4}; }) ==
+        "loops[0]: expected [begin, end, count], got [1,4]");
+  CHECK(errorFor([](J &t) { t["loops"][0] = {1, 9, 3}; }) ==
+        "loops[0]: range [1, 9) exceeds the 4 instructions");
+  CHECK(errorFor([](J &t) { t["loops"][1] = {2, 2, 4}; }) ==
+        "loops[1]: range [2, 2) is empty");
+  CHECK(errorFor([](J &t) { t["loops"][1][2] = 0; }) ==
+        "loops[1]: count 0 must be at least 1");
+  CHECK(errorFor([](J &t) { t["loops"][0][0] = -1; }) ==
+        "loops[0][0]: value -1 out of range [0, 4294967295]");
+  auto setLoops = [](const char *loops) {
+    return [loops](J &t) { t["loops"] = J::parse(loops); };
+  };
+  CHECK(errorFor(setLoops("[[2, 3, 4], [1, 4, 3]]")) ==
+        "loops[1]: begins before loops[0] (loops must be sorted by begin)");
+  CHECK(errorFor(setLoops("[[0, 3, 2], [2, 4, 2]]")) ==
+        "loops[1]: range [2, 4) overlaps loops[0] [0, 3) without nesting "
+        "inside it (outer loops come first)");
+  // An inner loop listed before the outer loop with the same begin.
+  CHECK(errorFor(setLoops("[[1, 3, 2], [1, 4, 2]]")) ==
+        "loops[1]: range [1, 4) overlaps loops[0] [1, 3) without nesting "
+        "inside it (outer loops come first)");
+  CHECK(errorFor([](J &t) {
+          t["loops"] = J::array();
+          for (int i = 0; i < 9; ++i)
+            t["loops"].push_back({0, 4, 2});
+        }) == "loops[8]: nests 9 loops deep, at most 8");
+  // Terms must name a loop around their instruction.
+  CHECK(errorFor([](J &t) {
+          t["instructions"][0]["dst"]["terms"] = J::parse("[[0, 1, 0]]");
+        }) == "instructions[0].dst.terms[0][0]: loop level 0, but the "
+              "instruction is inside 0 loop(s)");
+  CHECK(errorFor([](J &t) {
+          t["instructions"][3]["srcs"][0]["terms"] = J::parse("[[1, 1, 0]]");
+        }) == "instructions[3].srcs[0].terms[0][0]: loop level 1, but the "
+              "instruction is inside 1 loop(s)");
+  CHECK(errorFor([](J &t) {
+          t["instructions"][3]["waits"][0][2] = J::parse("[[1, 1, 0]]");
+        }) == "instructions[3].waits[0][2][0][0]: loop level 1, but the "
+              "instruction is inside 1 loop(s)");
+  CHECK(errorFor([](J &t) {
+          t["instructions"][2]["dst"]["terms"][0] = {0, 1};
+        }) == "instructions[2].dst.terms[0]: expected [level, coef, modulus], "
+              "got [0,1]");
+  CHECK(errorFor([](J &t) {
+          t["instructions"][2]["dst"]["terms"][1][2] = -2;
+        }) == "instructions[2].dst.terms[1][2]: value -2 out of range [0, "
+              "9223372036854775807]");
+  CHECK(errorFor([](J &t) {
+          t["instructions"][2]["dst"]["terms"][1][0] = 8;
+        }) == "instructions[2].dst.terms[1][0]: value 8 out of range [0, 7]");
+  CHECK(errorFor([](J &t) { t["instructions"][2]["waits"][0][2] = 7; }) ==
+        "instructions[2].waits[0][2]: expected an array, got number");
+  CHECK(errorFor([](J &t) {
+          t["instructions"][2]["waits"][0] = {5, 1, J::array(), 0};
+        }) == "instructions[2].waits[0]: expected [queue, value] or [queue, "
+              "value, terms], got [5,1,[],0]");
+}
+
 TEST_CASE("readers reject other versions and formats", "[serialize]") {
   std::string text = programToJson(fullProgram());
   auto replace = [&](const std::string &from, const std::string &to) {
@@ -127,20 +275,20 @@ TEST_CASE("readers reject other versions and formats", "[serialize]") {
     t.replace(t.find(from), from.size(), to);
     return t;
   };
+  // A version-1 program (before loops) names both versions.
+  CHECK(messageOf([&] {
+          programFromJson(replace("\"version\":2", "\"version\":1"));
+        }) == "version: unsupported program format version 1 (this build "
+              "reads version 2)");
   CHECK_THAT(messageOf([&] {
-               programFromJson(replace("\"version\":1", "\"version\":2"));
-             }),
-             Contains("version: unsupported program format version 2 (this "
-                      "build reads version 1)"));
-  CHECK_THAT(messageOf([&] {
-               programFromJson(replace("\"version\":1", "\"version\":\"1\""));
+               programFromJson(replace("\"version\":2", "\"version\":\"2\""));
              }),
              Contains("version: unsupported program format version"));
   CHECK_THAT(messageOf([&] {
                programFromJson(replace("neuronsim-program", "other-program"));
              }),
              Contains("format: expected \"neuronsim-program\""));
-  CHECK_THAT(messageOf([&] { programFromJson("{\"version\":1}"); }),
+  CHECK_THAT(messageOf([&] { programFromJson("{\"version\":2}"); }),
              Contains("format: missing"));
 
   // The same checks apply to CBOR.
@@ -170,7 +318,8 @@ TEST_CASE("readers reject malformed content naming the field", "[serialize]") {
   CHECK(errorFor([](auto &t) { t["instructions"][0]["queue"] = 1.5; }) ==
         "instructions[0].queue: expected an integer, got number");
   CHECK(errorFor([](auto &t) { t["instructions"][1]["waits"][0] = {1}; }) ==
-        "instructions[1].waits[0]: expected [queue, value], got [1]");
+        "instructions[1].waits[0]: expected [queue, value] or [queue, value, "
+        "terms], got [1]");
   CHECK(errorFor([](auto &t) { t["instructions"][1]["imm"][0] = "big"; }) ==
         "instructions[1].imm[0]: expected a number (or \"inf\", \"-inf\", "
         "\"nan\"), got \"big\"");
@@ -212,33 +361,34 @@ TEST_CASE("malformed text and bytes raise FormatError", "[serialize]") {
 
 TEST_CASE("corrupted encodings never escape as other exceptions",
           "[serialize]") {
-  const Program p = fullProgram();
-  const std::vector<uint8_t> cbor = programToCbor(p);
-  const std::string json = programToJson(p);
-  std::mt19937 rng(1234);
-  int accepted = 0, rejected = 0;
-  auto attempt = [&](const std::function<void()> &f) {
-    try {
-      f();
-      ++accepted;
-    } catch (const FormatError &) {
-      ++rejected;
+  for (const Program &p : {fullProgram(), loopedProgram()}) {
+    const std::vector<uint8_t> cbor = programToCbor(p);
+    const std::string json = programToJson(p);
+    std::mt19937 rng(1234);
+    int accepted = 0, rejected = 0;
+    auto attempt = [&](const std::function<void()> &f) {
+      try {
+        f();
+        ++accepted;
+      } catch (const FormatError &) {
+        ++rejected;
+      }
+    };
+    for (int trial = 0; trial < 400; ++trial) {
+      std::vector<uint8_t> c = cbor;
+      std::string j = json;
+      for (int k = 0; k < 3; ++k) {
+        c[rng() % c.size()] = uint8_t(rng());
+        j[rng() % j.size()] = char(32 + rng() % 95);
+      }
+      attempt([&] { programFromCbor(c); });
+      attempt([&] { programFromJson(j); });
+      c.resize(rng() % c.size());
+      j.resize(rng() % j.size());
+      attempt([&] { programFromCbor(c); });
+      attempt([&] { programFromJson(j); });
     }
-  };
-  for (int trial = 0; trial < 400; ++trial) {
-    std::vector<uint8_t> c = cbor;
-    std::string j = json;
-    for (int k = 0; k < 3; ++k) {
-      c[rng() % c.size()] = uint8_t(rng());
-      j[rng() % j.size()] = char(32 + rng() % 95);
-    }
-    attempt([&] { programFromCbor(c); });
-    attempt([&] { programFromJson(j); });
-    c.resize(rng() % c.size());
-    j.resize(rng() % j.size());
-    attempt([&] { programFromCbor(c); });
-    attempt([&] { programFromJson(j); });
+    CHECK(accepted + rejected == 1600);
+    CHECK(rejected > 800);
   }
-  CHECK(accepted + rejected == 1600);
-  CHECK(rejected > 800);
 }

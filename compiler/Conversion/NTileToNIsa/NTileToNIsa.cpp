@@ -1,6 +1,9 @@
-// The convert-ntile-to-nisa pass: physical addresses for every buffer, one instruction per tile op.
+// The convert-ntile-to-nisa pass: physical addresses for every buffer, one instruction per
+// tile op (DMAs on the first DMA queue until neuron-assign-dma-queues), ntile.loop -> nisa.loop. A tile allocated in a loop body keeps its address in
+// every iteration, or rotates over the `buffers` copies the multi-buffering pass gave it.
 #include "compiler/Conversion/NTileToNIsa/TileAllocator.h"
 #include "compiler/Passes.h"
+#include "dialects/Common/LoopTerms.h"
 #include "dialects/NIsa/IR/NIsaOps.h"
 #include "dialects/NTile/IR/NTileOps.h"
 #include "runtime/Target.h"
@@ -20,9 +23,18 @@ namespace {
 
 /// Alignment of SBUF ranges, in bytes.
 constexpr int64_t kSbufAlignment = 64;
-/// Transfers above this many bytes are split over DMA queues (HARDWARE.md: >= 2 KiB per
-/// partition approaches a queue's peak; 32 KiB keeps the fixed cost small).
-constexpr int64_t kDmaSplitBytes = 32 * 1024;
+
+/// Where a tile lives in every partition: a byte offset plus loop terms (in bytes).
+struct TileAddress {
+  int64_t bytes = 0;
+  SmallVector<int64_t> terms;
+};
+
+/// `terms` with every coefficient multiplied by `scale`, appended to `out`.
+void appendScaled(SmallVectorImpl<int64_t> &out, ArrayRef<int64_t> terms, int64_t scale) {
+  for (const LoopTerm &t : unpackTerms(terms))
+    out.append({t.level, t.coef * scale, t.modulus});
+}
 
 class FuncLowering {
 public:
@@ -34,33 +46,33 @@ public:
   LogicalResult run();
 
 private:
-  LogicalResult lower(Operation *op, int64_t index);
-  LogicalResult allocate(memref::AllocOp alloc, int64_t index);
+  LogicalResult lower(Operation *op);
+  LogicalResult lowerBlock(Block &block);
+  void computeLiveness(Block &block);
+  LogicalResult allocate(memref::AllocOp alloc);
+  nisa::AccessPatternAttr tilePattern(Value tile, int64_t partition, int64_t column,
+                                      ArrayRef<int64_t> columnTerms, ArrayRef<int64_t> dims);
   void declareBuffer(Value v, nisa::BufferKind kind, int32_t index, ElementsAttr value = {});
 
   nisa::AccessPatternAttr physical(Value buffer, ntile::AccessPatternAttr ap);
   nisa::AccessPatternAttr wholeTile(Value tile);
-  void emitDma(Location loc, nisa::AccessPatternAttr dst, nisa::AccessPatternAttr src);
   nisa::AccessPatternAttr operandTile(Value tile, Value target);
   IntegerAttr queue(int q) { return b.getI32IntegerAttr(q); }
   UnitAttr unit(bool set) { return set ? b.getUnitAttr() : nullptr; }
-  /// DMA queues are used round-robin.
-  int nextDma() {
-    int q = nisa::kQueueDma0 + nextDmaQueue;
-    nextDmaQueue = (nextDmaQueue + 1) % nisa::kNumDmaQueues;
-    return q;
-  }
+  /// DMAs go to the first DMA queue; neuron-assign-dma-queues spreads them.
+  IntegerAttr dmaQueue() { return queue(nisa::kQueueDma0); }
   MLIRContext *ctx() { return b.getContext(); }
 
   func::FuncOp func;
   const runtime::Target &target;
   OpBuilder b;
   TileAllocator sbuf, psum;
-  DenseMap<Value, int64_t> lastUse;
-  DenseMap<Value, uint32_t> hbmBuffer; // HBM memref -> buffer id
-  DenseMap<Value, int64_t> tileAddress; // SBUF/PSUM memref -> byte offset
+  DenseMap<Value, int64_t> lastUse;     // index of the last op (loop end) using a value
+  DenseMap<Operation *, int64_t> order; // pre-order index of every op
+  int64_t numOps = 0;
+  DenseMap<Value, uint32_t> hbmBuffer;  // HBM memref -> buffer id
+  DenseMap<Value, TileAddress> tileAddress; // SBUF/PSUM memref or view -> address
   uint32_t nextBufferId = 0;
-  int nextDmaQueue = 0;
 };
 
 MemRefType memrefType(Value v) { return cast<MemRefType>(v.getType()); }
@@ -74,18 +86,31 @@ void FuncLowering::declareBuffer(Value v, nisa::BufferKind kind, int32_t index,
   hbmBuffer[v] = id;
 }
 
+nisa::AccessPatternAttr FuncLowering::tilePattern(Value tile, int64_t partition, int64_t column,
+                                                  ArrayRef<int64_t> columnTerms,
+                                                  ArrayRef<int64_t> dims) {
+  MemRefType t = memrefType(tile);
+  int64_t elementBytes = ntile::getElementBytes(t.getElementType());
+  const TileAddress &address = tileAddress.find(tile)->second;
+  SmallVector<int64_t> terms(address.terms);
+  appendScaled(terms, columnTerms, elementBytes);
+  return nisa::AccessPatternAttr::get(b.getContext(), *ntile::getMemSpace(t), partition,
+                                      address.bytes + column * elementBytes, dims,
+                                      t.getElementType(), terms);
+}
+
 nisa::AccessPatternAttr FuncLowering::physical(Value buffer, ntile::AccessPatternAttr ap) {
   MemRefType t = memrefType(buffer);
   MemSpace space = *ntile::getMemSpace(t);
   SmallVector<int64_t> dims(ap.getDims());
   if (space == MemSpace::hbm)
     return nisa::AccessPatternAttr::get(b.getContext(), space, hbmBuffer.lookup(buffer),
-                                        ap.getOffset(), dims, t.getElementType());
+                                        ap.getOffset(), dims, t.getElementType(),
+                                        ap.getTerms());
   // Tiles are [partitions, free]: element offsets in whole rows select partitions.
   int64_t free = t.getDimSize(1);
   dims[0] = ap.getSize(0) > 1 ? ap.getStride(0) / free : 1;
-  return nisa::AccessPatternAttr::get(b.getContext(), space, ap.getOffset() / free,
-                                      tileAddress.lookup(buffer), dims, t.getElementType());
+  return tilePattern(buffer, ap.getOffset() / free, ap.getOffset() % free, ap.getTerms(), dims);
 }
 
 nisa::AccessPatternAttr FuncLowering::operandTile(Value tile, Value target) {
@@ -94,55 +119,20 @@ nisa::AccessPatternAttr FuncLowering::operandTile(Value tile, Value target) {
   if (t.getDimSize(1) != 1 || free == 1)
     return wholeTile(tile);
   // A [P, 1] operand is read with a free stride of 0: broadcast along the row.
-  return nisa::AccessPatternAttr::get(b.getContext(), *ntile::getMemSpace(t), 0,
-                                      tileAddress.lookup(tile), {1, t.getDimSize(0), 0, free},
-                                      t.getElementType());
+  return tilePattern(tile, 0, 0, {}, {1, t.getDimSize(0), 0, free});
 }
 
 nisa::AccessPatternAttr FuncLowering::wholeTile(Value tile) {
   MemRefType t = memrefType(tile);
-  return nisa::AccessPatternAttr::get(b.getContext(), *ntile::getMemSpace(t), 0,
-                                      tileAddress.lookup(tile),
-                                      {1, t.getDimSize(0), 1, t.getDimSize(1)},
-                                      t.getElementType());
+  return tilePattern(tile, 0, 0, {}, {1, t.getDimSize(0), 1, t.getDimSize(1)});
 }
 
-/// Rows [first, first + count) of the outermost dimension of a pattern.
-static nisa::AccessPatternAttr outerRows(nisa::AccessPatternAttr ap, int64_t first, int64_t count) {
-  SmallVector<int64_t> dims(ap.getDims());
-  dims[1] = count;
-  bool onChip = ap.getSpace() != MemSpace::hbm;
-  int64_t index = ap.getIndex(), offset = ap.getOffset();
-  if (onChip)
-    index += first * ap.getStride(0); // partitions
-  else
-    offset += first * ap.getStride(0); // elements
-  return nisa::AccessPatternAttr::get(ap.getContext(), ap.getSpace(), index, offset, dims,
-                                      ap.getElementType());
-}
-
-/// A large transfer is split by its outer rows over several DMA queues (at least 8
-/// rows and kDmaSplitBytes each), as the hardware spreads one transfer over engines.
-void FuncLowering::emitDma(Location loc, nisa::AccessPatternAttr dst, nisa::AccessPatternAttr src) {
-  int64_t bytes = src.getNumElements() * std::max<int64_t>(1, src.getElementType().getIntOrFloatBitWidth() / 8);
-  int64_t rows = src.getSize(0);
-  int64_t parts = std::min<int64_t>({nisa::kNumDmaQueues, bytes / kDmaSplitBytes, rows / 8});
-  if (parts < 2 || dst.getSize(0) != rows) {
-    b.create<nisa::DmaCopyOp>(loc, queue(nextDma()), dst, src, nullptr);
-    return;
-  }
-  int64_t per = (rows + parts - 1) / parts;
-  for (int64_t first = 0; first < rows; first += per) {
-    int64_t count = std::min(per, rows - first);
-    b.create<nisa::DmaCopyOp>(loc, queue(nextDma()), outerRows(dst, first, count),
-                              outerRows(src, first, count), nullptr);
-  }
-}
-
-LogicalResult FuncLowering::allocate(memref::AllocOp alloc, int64_t index) {
+LogicalResult FuncLowering::allocate(memref::AllocOp alloc) {
   MemRefType t = alloc.getType();
   MemSpace space = *ntile::getMemSpace(t);
   if (space == MemSpace::hbm) {
+    if (!enclosingLoopCounts(alloc).empty())
+      return alloc.emitError("HBM buffers are allocated outside loops");
     declareBuffer(alloc, nisa::BufferKind::internal, -1);
     return success();
   }
@@ -151,20 +141,59 @@ LogicalResult FuncLowering::allocate(memref::AllocOp alloc, int64_t index) {
   if (space == MemSpace::psum && bytes > target.psumBankBytes)
     return alloc.emitError("PSUM tile of ") << bytes << " bytes per partition exceeds a bank ("
                                             << target.psumBankBytes << " bytes)";
+  // A tile in a loop body rotates over `buffers` copies, one per iteration.
+  int64_t buffers = 1;
+  if (auto attr = alloc->getAttrOfType<IntegerAttr>("buffers"))
+    buffers = attr.getInt();
+  int64_t alignment = space == MemSpace::sbuf ? kSbufAlignment : target.psumBankBytes;
+  int64_t stride = (bytes + alignment - 1) / alignment * alignment;
+  int64_t index = order.lookup(alloc);
   pool.release(index);
-  std::optional<int64_t> at = pool.allocate(bytes, lastUse.lookup(alloc.getResult()));
+  std::optional<int64_t> at =
+      pool.allocate(buffers > 1 ? stride * buffers : bytes, lastUse.lookup(alloc.getResult()));
   if (!at)
-    return alloc.emitError() << stringifyMemSpace(space) << " overflow: a tile of " << bytes
-                             << " bytes per partition does not fit while " << pool.liveBytes()
-                             << " of " << pool.getCapacity() << " bytes per partition are live";
-  tileAddress[alloc] = *at;
+  {
+    InFlightDiagnostic diag = alloc.emitError()
+                              << stringifyMemSpace(space) << " overflow: a tile of " << bytes
+                              << " bytes per partition";
+    if (buffers > 1)
+      diag << " (x" << buffers << " buffers)";
+    return diag << " does not fit while " << pool.liveBytes() << " of " << pool.getCapacity()
+                << " bytes per partition are live";
+  }
+  TileAddress address{*at, {}};
+  if (buffers > 1)
+    address.terms = {(int64_t)enclosingLoopCounts(alloc).size() - 1, stride, buffers};
+  tileAddress[alloc] = address;
   return success();
 }
 
-LogicalResult FuncLowering::lower(Operation *op, int64_t index) {
+LogicalResult FuncLowering::lowerBlock(Block &block) {
+  for (Operation &op : block)
+    if (failed(lower(&op)))
+      return failure();
+  return success();
+}
+
+LogicalResult FuncLowering::lower(Operation *op) {
   Location loc = op->getLoc();
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-      .Case([&](memref::AllocOp a) { return allocate(a, index); })
+      .Case([&](memref::AllocOp a) { return allocate(a); })
+      .Case([&](ntile::LoopOp l) {
+        auto loop = b.create<nisa::LoopOp>(loc, l.getCount());
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(&loop.getBody().front());
+        return lowerBlock(l.getBody().front());
+      })
+      .Case([&](ntile::ViewOp v) {
+        MemRefType source = memrefType(v.getSource());
+        int64_t elementBytes = ntile::getElementBytes(source.getElementType());
+        TileAddress address = tileAddress.lookup(v.getSource());
+        address.bytes += v.getAp().getOffset() * elementBytes;
+        appendScaled(address.terms, v.getAp().getTerms(), elementBytes);
+        tileAddress[v] = address;
+        return success();
+      })
       .Case([&](ntile::ConstantOp c) {
         declareBuffer(c, nisa::BufferKind::constant, -1, c.getValue());
         return success();
@@ -174,51 +203,51 @@ LogicalResult FuncLowering::lower(Operation *op, int64_t index) {
         return success();
       })
       .Case([&](ntile::DmaOp d) {
-        emitDma(loc, physical(d.getTarget(), d.getTargetAp()),
-                physical(d.getSource(), d.getSourceAp()));
+        b.create<nisa::DmaCopyOp>(loc, dmaQueue(), physical(d.getTarget(), d.getTargetAp()),
+                                  physical(d.getSource(), d.getSourceAp()), nullptr, nullptr);
         return success();
       })
       .Case([&](ntile::MatmulOp m) {
         b.create<nisa::MatmulOp>(loc, queue(nisa::kQueueTensor), wholeTile(m.getResult()),
                                  wholeTile(m.getStationary()), wholeTile(m.getMoving()),
-                                 unit(m.getAccumulate()), nullptr);
+                                 unit(m.getAccumulate()), nullptr, nullptr);
         return success();
       })
       .Case([&](ntile::ActivationOp a) {
         b.create<nisa::ActivationOp>(loc, queue(nisa::kQueueScalar), wholeTile(a.getTarget()),
                                      a.getFnAttr(),
                                      wholeTile(a.getSource()), a.getScaleAttr(), a.getBiasAttr(),
-                                     nullptr);
+                                     nullptr, nullptr);
         return success();
       })
       .Case([&](ntile::TensorTensorOp t) {
         b.create<nisa::TensorTensorOp>(loc, queue(nisa::kQueueVector), wholeTile(t.getTarget()),
                                        t.getOpAttr(), operandTile(t.getLhs(), t.getTarget()),
-                                       operandTile(t.getRhs(), t.getTarget()), nullptr);
+                                       operandTile(t.getRhs(), t.getTarget()), nullptr, nullptr);
         return success();
       })
       .Case([&](ntile::TensorScalarOp t) {
         b.create<nisa::TensorScalarOp>(loc, queue(nisa::kQueueVector), wholeTile(t.getTarget()),
                                        t.getOpAttr(),
                                        wholeTile(t.getSource()), t.getScalarAttr(),
-                                       unit(t.getReverse()), nullptr);
+                                       unit(t.getReverse()), nullptr, nullptr);
         return success();
       })
       .Case([&](ntile::CopyOp c) {
         b.create<nisa::TensorCopyOp>(loc, queue(nisa::kQueueVector), wholeTile(c.getTarget()),
-                                     wholeTile(c.getSource()), nullptr);
+                                     wholeTile(c.getSource()), nullptr, nullptr);
         return success();
       })
       .Case([&](ntile::ReduceOp r) {
         b.create<nisa::TensorReduceOp>(loc, queue(nisa::kQueueVector), wholeTile(r.getTarget()),
-                                       r.getOpAttr(), wholeTile(r.getSource()), nullptr);
+                                       r.getOpAttr(), wholeTile(r.getSource()), nullptr, nullptr);
         return success();
       })
       .Case([&](ntile::SelectOp s) {
         b.create<nisa::SelectOp>(loc, queue(nisa::kQueueVector), wholeTile(s.getTarget()),
                                  operandTile(s.getCondition(), s.getTarget()),
                                  operandTile(s.getOnTrue(), s.getTarget()),
-                                 operandTile(s.getOnFalse(), s.getTarget()), nullptr);
+                                 operandTile(s.getOnFalse(), s.getTarget()), nullptr, nullptr);
         return success();
       })
       .Case([&](ntile::GatherOp g) {
@@ -227,22 +256,50 @@ LogicalResult FuncLowering::lower(Operation *op, int64_t index) {
         auto tableAp = nisa::AccessPatternAttr::get(
             ctx(), MemSpace::hbm, hbmBuffer.lookup(g.getTable()), g.getColumn(),
             {width, table.getDimSize(0), 1, target.getDimSize(1)}, table.getElementType());
-        b.create<nisa::DmaGatherOp>(loc, queue(nextDma()), wholeTile(g.getTarget()), tableAp,
-                                    wholeTile(g.getIndices()), nullptr);
+        b.create<nisa::DmaGatherOp>(loc, dmaQueue(), wholeTile(g.getTarget()), tableAp,
+                                    wholeTile(g.getIndices()), nullptr, nullptr);
         return success();
       })
       .Case([&](func::ReturnOp) { return success(); })
       .Default([](Operation *op) { return op->emitOpError("has no lowering to nisa"); });
 }
 
+/// Numbers ops in pre-order. A value is live until the last op that uses it, where a
+/// use inside a loop counts as the end of the loop in the value's own block: the loop
+/// reads the value again in every iteration.
+void FuncLowering::computeLiveness(Block &block) {
+  block.walk([&](Operation *op) { order[op] = numOps++; });
+  DenseMap<Operation *, int64_t> end; // pre-order index of an op's last descendant
+  block.walk([&](Operation *op) {
+    int64_t last = order[op];
+    op->walk([&](Operation *inner) { last = std::max(last, order[inner]); });
+    end[op] = last;
+  });
+  auto use = [&](Value v, Operation *user) {
+    Block *home = v.getParentBlock();
+    if (Operation *at = home ? home->findAncestorOpInBlock(*user) : nullptr)
+      lastUse[v] = std::max(lastUse.lookup(v), end[at]);
+  };
+  block.walk([&](Operation *user) {
+    for (Value operand : user->getOperands()) {
+      use(operand, user);
+      // A view keeps the tile it looks into alive.
+      for (Value v = operand; auto view = v.getDefiningOp<ntile::ViewOp>();) {
+        v = view.getSource();
+        use(v, user);
+      }
+    }
+    // A tile allocated in a loop body is rewritten by the next iteration: it holds its
+    // memory until the loop ends, so that no other tile of the body shares it.
+    if (auto alloc = dyn_cast<memref::AllocOp>(user))
+      if (auto loop = dyn_cast_or_null<ntile::LoopOp>(alloc->getParentOp()))
+        lastUse[alloc] = std::max(lastUse.lookup(alloc), end[loop]);
+  });
+}
+
 LogicalResult FuncLowering::run() {
   Block &body = func.getBody().front();
-  int64_t index = 0;
-  for (Operation &op : body) {
-    for (Value operand : op.getOperands())
-      lastUse[operand] = index;
-    ++index;
-  }
+  computeLiveness(body);
 
   auto lowered = b.create<func::FuncOp>(func.getLoc(), func.getName(),
                                         b.getFunctionType({}, {}));
@@ -256,12 +313,10 @@ LogicalResult FuncLowering::run() {
       return func.emitError("argument ") << arg.getArgNumber()
                                          << " is neither an ntile.input nor an ntile.output";
   }
-  index = 0;
-  for (Operation &op : body)
-    if (failed(lower(&op, index++))) {
-      lowered.erase();
-      return failure();
-    }
+  if (failed(lowerBlock(body))) {
+    lowered.erase();
+    return failure();
+  }
   b.create<func::ReturnOp>(func.getLoc());
   func.erase();
   return success();

@@ -71,25 +71,27 @@ static LogicalResult lowerPad(TileEmitter &e, ntorch::PadOp op) {
   return success();
 }
 
-/// Rows of the table by index, 128 indices at a time, through an indirect DMA.
+/// Rows of the table by index, 128 indices at a time (a loop), through an indirect DMA.
 static LogicalResult lowerGatherRows(TileEmitter &e, ntorch::GatherRowsOp op) {
   auto table = tensorType(op.getTable()), idx = tensorType(op.getIndices());
   Location loc = op.getLoc();
   int64_t n = idx.getNumElements(), width = table.getDimSize(1);
   Value out = e.createResultBuffer(op.getResult(), loc);
   int64_t maxFree = e.maxTileFree(ntile::getElementBytes(table.getElementType()));
-  SmallVector<int64_t> idxShape = {n, 1};
-  for (int64_t r0 = 0; r0 < n; r0 += e.target.partitions) {
-    int64_t pr = std::min<int64_t>(e.target.partitions, n - r0);
+  int64_t P = e.target.partitions;
+  e.tiled(loc, n, P, [&](const Offset &block, int64_t pr) {
+    Offset r0 = block * P;
     Value ids = e.allocTile(loc, pr, 1, idx.getElementType(), MemSpace::sbuf);
-    e.loadRows(loc, e.buffer(op.getIndices()), 0, {1, 1}, idxShape, r0, pr, 0, 1, ids);
+    e.dma(loc, e.buffer(op.getIndices()), e.pattern(r0, {{1, pr}, {1, 1}}), ids,
+          e.pattern(0, {{1, pr}, {1, 1}}));
     for (int64_t c0 = 0; c0 < width; c0 += maxFree) {
       int64_t fc = std::min(maxFree, width - c0);
       Value tile = e.allocTile(loc, pr, fc, table.getElementType(), MemSpace::sbuf);
       e.b.create<ntile::GatherOp>(loc, e.buffer(op.getTable()), ids, c0, tile);
-      e.storeRows(loc, tile, out, {n, width}, r0, pr, c0, fc);
+      e.dma(loc, tile, e.pattern(0, {{fc, pr}, {1, fc}}), out,
+            e.pattern(r0 * width + c0, {{width, pr}, {1, fc}}));
     }
-  }
+  });
   return success();
 }
 

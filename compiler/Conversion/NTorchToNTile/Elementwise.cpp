@@ -1,6 +1,6 @@
 // Tiling of elementwise ops: unary -> Scalar-engine activation, binary -> Vector-engine
 // tensor_tensor (tensor_scalar when one side is a constant), cast -> Vector-engine copy.
-#include "compiler/Conversion/NTorchToNTile/TileEmitter.h"
+#include "compiler/Conversion/NTorchToNTile/RowTiling.h"
 #include "dialects/NTorch/IR/NTorchOps.h"
 
 #include "mlir/IR/Matchers.h"
@@ -13,31 +13,35 @@ namespace neuron::compiler {
 
 static RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
 
-/// Emits `result = compute(inputs)` tile by tile: each input is loaded (broadcast
-/// through its access pattern) into an SBUF tile, `compute` writes the result tile,
-/// which is stored to the result's HBM buffer.
+/// Emits `result = compute(inputs)` as a loop nest over tiles: each input is loaded
+/// (broadcast through its access pattern) into an SBUF tile, `compute` writes the result
+/// tile, which is stored to the result's HBM buffer.
 static void emitTiled(TileEmitter &e, Location loc, ArrayRef<Value> inputs, Value result,
                       const std::function<void(ArrayRef<Value>, Value)> &compute) {
   RankedTensorType rt = tensorType(result);
   Value out = e.createResultBuffer(result, loc);
   int64_t widest = ntile::getElementBytes(rt.getElementType());
-  for (Value in : inputs)
+  SmallVector<SmallVector<int64_t>> strides;
+  for (Value in : inputs) {
     widest = std::max(widest, ntile::getElementBytes(tensorType(in).getElementType()));
-  e.forEachTile(rt.getShape(), e.maxTileFree(widest),
-                [&](int64_t row0, int64_t rows, int64_t col0, int64_t cols) {
-                  SmallVector<Value> tiles;
-                  for (Value in : inputs) {
-                    RankedTensorType it = tensorType(in);
-                    Value tile = e.allocTile(loc, rows, cols, it.getElementType(), MemSpace::sbuf);
-                    e.loadRows(loc, e.buffer(in), 0,
-                               broadcastStrides(it.getShape(), rt.getShape()), rt.getShape(),
-                               row0, rows, col0, cols, tile);
-                    tiles.push_back(tile);
-                  }
-                  Value outTile = e.allocTile(loc, rows, cols, rt.getElementType(), MemSpace::sbuf);
-                  compute(tiles, outTile);
-                  e.storeRows(loc, outTile, out, rt.getShape(), row0, rows, col0, cols);
-                });
+    strides.push_back(broadcastStrides(tensorType(in).getShape(), rt.getShape()));
+  }
+  strides.push_back(contiguousStrides(rt.getShape()));
+  RowTiling tiling(rt.getShape(), strides, e.target.partitions);
+  tiling.emit(e, loc, e.maxTileFree(widest), /*columnsOuter=*/false,
+              [&](const RowBlock &block, const Offset &col0, int64_t cols) {
+                int64_t rows = block.rows();
+                SmallVector<Value> tiles;
+                for (auto [i, in] : llvm::enumerate(inputs)) {
+                  Value tile = e.allocTile(loc, rows, cols, tensorType(in).getElementType(),
+                                           MemSpace::sbuf);
+                  loadBlock(e, loc, e.buffer(in), 0, tiling.strides(i), block, col0, cols, tile);
+                  tiles.push_back(tile);
+                }
+                Value outTile = e.allocTile(loc, rows, cols, rt.getElementType(), MemSpace::sbuf);
+                compute(tiles, outTile);
+                storeBlock(e, loc, outTile, out, tiling.strides(inputs.size()), block, col0, cols);
+              });
 }
 
 static LogicalResult lowerUnary(TileEmitter &e, ntorch::UnaryOp op) {

@@ -1,7 +1,7 @@
-// Lowering of ntorch.fusion: each tile of the operands is loaded once, the body runs on
-// SBUF tiles (row values are [P, 1] tiles that broadcast along the free dimension), and
-// only the results are stored.
-#include "compiler/Conversion/NTorchToNTile/TileEmitter.h"
+// Lowering of ntorch.fusion: a loop nest over tiles (RowTiling); in each, the tiles of
+// the operands are loaded once, the body runs on SBUF tiles (row values are [P, 1] tiles
+// that broadcast along the free dimension), and only the results are stored.
+#include "compiler/Conversion/NTorchToNTile/RowTiling.h"
 #include "dialects/NTorch/IR/NTorchOps.h"
 
 #include "mlir/IR/Matchers.h"
@@ -24,12 +24,13 @@ public:
   FusionLowering(TileEmitter &e, ntorch::FusionOp op) : e(e), op(op), loc(op.getLoc()) {}
   /// The iteration shape and tile size; fails on a fusion the lowering cannot tile.
   LogicalResult analyze();
-  /// The result buffers (after analyze).
+  /// The result buffers and the tiling (after analyze).
   void createBuffers();
-  /// Emits the body for rows [r0, r0+pr) x cols [c0, c0+fc); `preset` gives tiles
-  /// for some block arguments (a matmul epilogue passes its result tile).
-  LogicalResult emitTile(int64_t r0, int64_t pr, int64_t c0, int64_t fc,
+  /// Emits the body for rows `block` x cols [c0, c0+fc); `preset` gives tiles for some
+  /// block arguments (a matmul epilogue passes its result tile).
+  LogicalResult emitTile(const RowBlock &block, const Offset &c0, int64_t fc,
                          const DenseMap<Value, Value> &preset);
+  const RowTiling &getTiling() const { return *tiling; }
   LogicalResult run();
   ArrayRef<int64_t> iterationShape() const { return shape; }
   bool hasReduce() const { return reduces; }
@@ -52,57 +53,44 @@ private:
   ntorch::FusionOp op;
   Location loc;
   SmallVector<int64_t> shape, rowShape; // iteration shape and its [..., 1] form
-  int64_t row0 = 0, rows = 0, col0 = 0, cols = 0;
+  std::optional<RowTiling> tiling;       // operands: inputs, then results
+  const RowBlock *block = nullptr;
+  Offset col0;
+  int64_t rows = 0, cols = 0;
   bool reduces = false;
   int64_t free = 0;
   SmallVector<Value> buffers;
   DenseMap<Value, Value> tiles;
   DenseMap<Value, Value> constantBuffers;
-  /// Tiles of operands that are the same for every row block (a LayerNorm weight
-  /// broadcast over rows), by (value, rows, first column, columns): loaded once.
-  std::map<std::tuple<void *, int64_t, int64_t, int64_t>, Value> invariant;
 };
 } // namespace
 
 /// The tile of a body value. Block arguments load on first use; splat constants
-/// that must be tiles broadcast from a one-element buffer.
+/// that must be tiles broadcast from a one-element buffer. (Loads that are the same in
+/// every iteration leave the loops in neuron-hoist-invariant-loads.)
 Value FusionLowering::tileFor(Value v) {
   if (Value t = tiles.lookup(v))
     return t;
   RankedTensorType vt = tensorType(v);
   bool row = isRow(v);
-  ArrayRef<int64_t> view = row ? ArrayRef<int64_t>(rowShape) : ArrayRef<int64_t>(shape);
-  Value source;
-  SmallVector<int64_t> strides;
   int64_t free = row ? 1 : cols;
-  auto key = std::make_tuple(v.getAsOpaquePointer(), rows, row ? 0 : col0, free);
-  if (Value t = invariant[key]) {
-    tiles[v] = t;
-    return t;
-  }
-  bool rowInvariant = false;
+  Offset firstColumn = row ? Offset(0) : col0;
+  Value tile = newTile(free, vt.getElementType());
   if (auto arg = dyn_cast<BlockArgument>(v)) {
-    source = e.buffer(op.getInputs()[arg.getArgNumber()]);
-    strides = broadcastStrides(vt.getShape(), view);
-    rowInvariant = llvm::all_of(ArrayRef<int64_t>(strides).drop_back(), [](int64_t s) { return s == 0; });
+    loadBlock(e, loc, e.buffer(op.getInputs()[arg.getArgNumber()]), 0,
+              tiling->strides(arg.getArgNumber()), *block, firstColumn, free, tile);
   } else {
-    source = constantBuffers.lookup(v);
+    Value source = constantBuffers.lookup(v);
     if (!source) {
       auto attr = cast<DenseElementsAttr>(v.getDefiningOp<ntorch::ConstantOp>().getValue());
       auto one = RankedTensorType::get({1}, vt.getElementType());
-      source = e.b.create<ntile::ConstantOp>(
-          loc, ntile::getBufferType({1}, vt.getElementType(), MemSpace::hbm),
-          cast<ElementsAttr>(DenseElementsAttr::get(one, attr.getSplatValue<Attribute>())));
+      source = e.constant(loc, DenseElementsAttr::get(one, attr.getSplatValue<Attribute>()));
       constantBuffers[v] = source;
     }
-    strides.assign(view.size(), 0);
-    rowInvariant = true;
+    SmallVector<int64_t> zeros(block->count.size() + 1, 0);
+    loadBlock(e, loc, source, 0, zeros, *block, 0, free, tile);
   }
-  Value tile = newTile(free, vt.getElementType());
-  e.loadRows(loc, source, 0, strides, view, row0, rows, row ? 0 : col0, free, tile);
   tiles[v] = tile;
-  if (rowInvariant)
-    invariant[key] = tile;
   return tile;
 }
 
@@ -203,25 +191,35 @@ LogicalResult FusionLowering::analyze() {
 void FusionLowering::createBuffers() {
   for (Value r : op.getResults())
     buffers.push_back(e.createResultBuffer(r, loc));
+  SmallVector<SmallVector<int64_t>> strides;
+  for (Value in : op.getInputs())
+    strides.push_back(broadcastStrides(tensorType(in).getShape(), shape));
+  for (Value r : op.getResults()) {
+    bool row = tensorType(r).getShape() != ArrayRef<int64_t>(shape);
+    SmallVector<int64_t> st = contiguousStrides(row ? rowShape : shape);
+    if (row)
+      st.back() = 0;
+    strides.push_back(st);
+  }
+  tiling.emplace(shape, strides, e.target.partitions);
 }
 
-LogicalResult FusionLowering::emitTile(int64_t r0, int64_t pr, int64_t c0, int64_t fc,
+LogicalResult FusionLowering::emitTile(const RowBlock &rowBlock, const Offset &c0, int64_t fc,
                                        const DenseMap<Value, Value> &preset) {
   Block &body = op.getBody().front();
-  row0 = r0, rows = pr, col0 = c0, cols = fc;
+  block = &rowBlock;
+  rows = rowBlock.rows(), col0 = c0, cols = fc;
   tiles = preset;
   for (Operation &o : body.without_terminator())
     if (failed(emit(o)))
       return failure();
   auto yield = cast<ntorch::YieldOp>(body.getTerminator());
-  for (auto [v, buffer] : llvm::zip(yield.getValues(), buffers)) {
+  size_t numInputs = op.getInputs().size();
+  for (auto [i, v, buffer] : llvm::enumerate(yield.getValues(), buffers)) {
     Value tile = tileFor(v);
-    if (freeOf(tile) == 1 && cols != 1) {
-      if (c0 == 0)
-        e.storeRows(loc, tile, buffer, rowShape, r0, pr, 0, 1);
-    } else {
-      e.storeRows(loc, tile, buffer, shape, r0, pr, c0, fc);
-    }
+    bool rowTile = freeOf(tile) == 1 && cols != 1;
+    storeBlock(e, loc, tile, buffer, tiling->strides(numInputs + i), rowBlock,
+               rowTile ? Offset(0) : col0, rowTile ? 1 : cols);
   }
   return success();
 }
@@ -231,10 +229,11 @@ LogicalResult FusionLowering::run() {
     return failure();
   createBuffers();
   LogicalResult status = success();
-  e.forEachTile(shape, free, [&](int64_t r0, int64_t pr, int64_t c0, int64_t fc) {
-    if (succeeded(status))
-      status = emitTile(r0, pr, c0, fc, {});
-  });
+  tiling->emit(e, loc, free, /*columnsOuter=*/false,
+               [&](const RowBlock &rowBlock, const Offset &c0, int64_t fc) {
+                 if (succeeded(status))
+                   status = emitTile(rowBlock, c0, fc, DenseMap<Value, Value>());
+               });
   return status;
 }
 
@@ -263,11 +262,12 @@ std::optional<MatmulEpilogue> matchMatmulEpilogue(TileEmitter &e, ntorch::Matmul
   Value arg = fusion.getBody().front().getArgument(use.getOperandNumber());
   e.markLowered(fusion);
   MatmulEpilogue epilogue;
-  epilogue.emit = [lowering, arg](int64_t row0, int64_t rows, int64_t col0, int64_t cols,
-                                  Value tile) {
+  epilogue.emit = [lowering, arg](ArrayRef<Offset> first, ArrayRef<int64_t> count,
+                                  const Offset &col0, int64_t cols, Value tile) {
     DenseMap<Value, Value> preset;
     preset[arg] = tile;
-    return lowering->emitTile(row0, rows, col0, cols, preset);
+    RowBlock block = lowering->getTiling().blockOf(first, count);
+    return lowering->emitTile(block, col0, cols, preset);
   };
   epilogue.elementType = tensorType(arg).getElementType();
   return epilogue;

@@ -11,62 +11,101 @@ namespace neuron::compiler {
 /// many bytes per partition; otherwise reload them for every column block.
 static constexpr int64_t kResidentStationaryBytes = 96 * 1024;
 
-LogicalResult lowerMatmul(TileEmitter &e, Operation *operation) {
-  auto op = dyn_cast<ntorch::MatmulOp>(operation);
-  if (!op)
-    return failure();
+namespace {
+/// One matmul operand read as [K, outer] tiles: element `base + outer * outerStride +
+/// k * kStride` of `source`.
+struct MatmulOperand {
+  Value source;
+  Offset base;
+  int64_t outerStride, kStride;
+  Type elementType;
+};
+
+/// The loop nest of a matmul without epilogue: batches, then output row (or column)
+/// blocks, then the other output dimension, then K accumulated in PSUM. One operand's K
+/// panel of a block stays resident in SBUF when it fits (see the loop-order choice).
+class MatmulLoops {
+public:
+  MatmulLoops(TileEmitter &e, Location loc, int64_t K) : e(e), loc(loc), K(K) {}
+
+  /// Loads the [kk, size] tile of K tile `kt` for outer elements [outer0, +size).
+  Value load(const MatmulOperand &o, const Offset &outer0, int64_t size, const Offset &kt,
+             int64_t kk) {
+    Value tile = e.allocTile(loc, kk, size, o.elementType, MemSpace::sbuf);
+    Offset at = o.base + outer0 * o.outerStride + kt * (tileK() * o.kStride);
+    e.dma(loc, o.source, e.pattern(at, {{o.kStride, kk}, {o.outerStride, size}}), tile,
+          e.pattern(0, {{size, kk}, {1, size}}));
+    return tile;
+  }
+
+  /// Every K tile of outer elements [outer0, +size), side by side in one SBUF panel.
+  Value loadPanel(const MatmulOperand &o, const Offset &outer0, int64_t size) {
+    int64_t kTiles = (K + tileK() - 1) / tileK(), width = kTiles * size;
+    Value panel = e.allocTile(loc, std::min(K, tileK()), width, o.elementType, MemSpace::sbuf);
+    e.tiled(loc, K, tileK(), [&](const Offset &kt, int64_t kk) {
+      Offset at = o.base + outer0 * o.outerStride + kt * (tileK() * o.kStride);
+      e.dma(loc, o.source, e.pattern(at, {{o.kStride, kk}, {o.outerStride, size}}), panel,
+            e.pattern(kt * size, {{width, kk}, {1, size}}));
+    });
+    return panel;
+  }
+
+  /// The [kk, size] tile of K tile `kt` inside a panel.
+  Value panelTile(Value panel, const Offset &kt, int64_t kk, int64_t size) {
+    int64_t width = cast<MemRefType>(panel.getType()).getDimSize(1);
+    Type et = cast<MemRefType>(panel.getType()).getElementType();
+    return e.b.create<ntile::ViewOp>(loc, ntile::getBufferType({kk, size}, et, MemSpace::sbuf),
+                                     panel, e.pattern(kt * size, {{width, kk}, {1, size}}));
+  }
+
+  /// acc (+)= over K tiles: the first overwrites PSUM, the rest accumulate.
+  void accumulate(Value acc, function_ref<std::pair<Value, Value>(const Offset &, int64_t)> tiles) {
+    e.accumulateOver(loc, {{K, tileK()}},
+                     [&](ArrayRef<Offset> kt, ArrayRef<int64_t> kk, bool first) {
+                       auto [st, mv] = tiles(kt[0], kk[0]);
+                       e.b.create<ntile::MatmulOp>(loc, st, mv, acc, /*accumulate=*/!first);
+                     });
+  }
+
+  int64_t tileK() const { return e.target.partitions; }
+
+private:
+  TileEmitter &e;
+  Location loc;
+  int64_t K;
+};
+} // namespace
+
+/// A matmul as loops over tiles; each PSUM result tile is rounded and stored, or handed
+/// to the epilogue fusion that consumes it.
+static LogicalResult lowerMatmulLoops(TileEmitter &e, ntorch::MatmulOp op) {
   Location loc = op.getLoc();
   auto lhsType = cast<RankedTensorType>(op.getLhs().getType());
   auto rhsType = cast<RankedTensorType>(op.getRhs().getType());
   auto resType = cast<RankedTensorType>(op.getType());
-  // A leading batch dimension (aten.bmm) repeats the 2-D product per batch.
   int64_t b0 = resType.getRank() - 2, batches = b0 ? resType.getDimSize(0) : 1;
   int64_t M = resType.getDimSize(b0), N = resType.getDimSize(b0 + 1);
   int64_t K = op.getTransposeLhs() ? lhsType.getDimSize(b0) : lhsType.getDimSize(b0 + 1);
-  // Element strides of lhs'[m, k] and rhs'[k, n] in their buffers.
   int64_t lhsM = op.getTransposeLhs() ? 1 : K, lhsK = op.getTransposeLhs() ? M : 1;
   int64_t rhsK = op.getTransposeRhs() ? 1 : N, rhsN = op.getTransposeRhs() ? K : 1;
-
-  Value lhs = e.buffer(op.getLhs()), rhs = e.buffer(op.getRhs());
   std::optional<MatmulEpilogue> epilogue = matchMatmulEpilogue(e, op);
   Value out = epilogue ? Value() : e.createResultBuffer(op.getResult(), loc);
   Type lhsEt = lhsType.getElementType(), rhsEt = rhsType.getElementType();
-  Type f32 = e.b.getF32Type();
   const int64_t tileK = e.target.partitions, tileM = e.target.matmulMaxM,
                 tileN = e.target.matmulMaxN;
   int64_t kTiles = (K + tileK - 1) / tileK;
   int64_t lhsBytes = ntile::getElementBytes(lhsEt), rhsBytes = ntile::getElementBytes(rhsEt);
-  // Loop order: keep one operand's tiles for a row (column) block resident in SBUF and
-  // stream the other; pick the order that moves fewer bytes from HBM.
   bool lhsFits = kTiles * tileM * lhsBytes <= kResidentStationaryBytes;
   bool rhsFits = kTiles * tileN * rhsBytes <= kResidentStationaryBytes;
   double lhsResidentTraffic = M * K * lhsBytes + (double)K * N * rhsBytes * ((M + tileM - 1) / tileM);
   double rhsResidentTraffic = K * N * rhsBytes + (double)M * K * lhsBytes * ((N + tileN - 1) / tileN);
   bool columnsOuter = rhsFits && (!lhsFits || rhsResidentTraffic < lhsResidentTraffic);
 
-  int64_t lhsBase = 0, rhsBase = 0, outBase = 0, batch = 0;
-  auto loadStationary = [&](int64_t m0, int64_t mm, int64_t k0, int64_t kk) {
-    Value tile = e.allocTile(loc, kk, mm, lhsEt, MemSpace::sbuf);
-    e.dma(loc, lhs, e.pattern(lhsBase + m0 * lhsM + k0 * lhsK, {{lhsK, kk}, {lhsM, mm}}), tile,
-          e.pattern(0, {{mm, kk}, {1, mm}}));
-    return tile;
-  };
-  auto loadMoving = [&](int64_t n0, int64_t nn, int64_t k0, int64_t kk) {
-    Value tile = e.allocTile(loc, kk, nn, rhsEt, MemSpace::sbuf);
-    e.dma(loc, rhs, e.pattern(rhsBase + k0 * rhsK + n0 * rhsN, {{rhsK, kk}, {rhsN, nn}}), tile,
-          e.pattern(0, {{nn, kk}, {1, nn}}));
-    return tile;
-  };
-  // One [mm, nn] output tile: accumulate over K in PSUM, then the epilogue or a store.
-  auto outputTile = [&](int64_t m0, int64_t mm, int64_t n0, int64_t nn,
-                        function_ref<Value(int64_t, int64_t, int64_t)> stationary,
-                        function_ref<Value(int64_t, int64_t, int64_t)> moving) -> LogicalResult {
-    Value acc = e.allocTile(loc, mm, nn, f32, MemSpace::psum);
-    for (int64_t k0 = 0, kt = 0; k0 < K; k0 += tileK, ++kt) {
-      int64_t kk = std::min(tileK, K - k0);
-      Value st = stationary(kt, k0, kk), mv = moving(kt, k0, kk);
-      e.b.create<ntile::MatmulOp>(loc, st, mv, acc, /*accumulate=*/k0 > 0);
-    }
+  MatmulLoops loops(e, loc, K);
+  LogicalResult status = success();
+  Offset batch;
+  auto store = [&](Value acc, const Offset &outBase, const Offset &m0, int64_t mm,
+                   const Offset &n0, int64_t nn) {
     Value result = acc;
     Type resultType = epilogue ? epilogue->elementType : resType.getElementType();
     if (!epilogue || !resultType.isF32()) {
@@ -74,53 +113,62 @@ LogicalResult lowerMatmul(TileEmitter &e, Operation *operation) {
       result = e.allocTile(loc, mm, nn, resultType, MemSpace::sbuf);
       e.b.create<ntile::CopyOp>(loc, acc, result);
     }
-    if (epilogue)
-      return epilogue->emit(batch * M + m0, mm, n0, nn, result);
+    if (epilogue) {
+      SmallVector<Offset> first = {m0};
+      SmallVector<int64_t> count = {mm};
+      if (b0) {
+        first.insert(first.begin(), batch);
+        count.insert(count.begin(), 1);
+      }
+      if (succeeded(status))
+        status = epilogue->emit(first, count, n0, nn, result);
+      return;
+    }
     e.dma(loc, result, e.pattern(0, {{nn, mm}, {1, nn}}), out,
           e.pattern(outBase + m0 * N + n0, {{N, mm}, {1, nn}}));
-    return success();
   };
-
-  for (batch = 0; batch < batches; ++batch) {
-    lhsBase = batch * M * K;
-    rhsBase = batch * K * N;
-    outBase = batch * M * N;
+  e.loop(loc, batches, [&](const Offset &batchIndex) {
+    batch = batchIndex;
+    MatmulOperand lhs{e.buffer(op.getLhs()), batch * (M * K), lhsM, lhsK, lhsEt};
+    MatmulOperand rhs{e.buffer(op.getRhs()), batch * (K * N), rhsN, rhsK, rhsEt};
+    Offset outBase = batch * (M * N);
     if (columnsOuter) {
-      for (int64_t n0 = 0; n0 < N; n0 += tileN) {
-        int64_t nn = std::min(tileN, N - n0);
-        SmallVector<Value> panel;
-        for (int64_t k0 = 0; k0 < K; k0 += tileK)
-          panel.push_back(loadMoving(n0, nn, k0, std::min(tileK, K - k0)));
-        for (int64_t m0 = 0; m0 < M; m0 += tileM) {
-          int64_t mm = std::min(tileM, M - m0);
-          if (failed(outputTile(
-                  m0, mm, n0, nn,
-                  [&](int64_t, int64_t k0, int64_t kk) { return loadStationary(m0, mm, k0, kk); },
-                  [&](int64_t kt, int64_t, int64_t) { return panel[kt]; })))
-            return failure();
-        }
-      }
-      continue;
+      e.tiled(loc, N, tileN, [&](const Offset &nt, int64_t nn) {
+        Offset n0 = nt * tileN;
+        Value panel = loops.loadPanel(rhs, n0, nn);
+        e.tiled(loc, M, tileM, [&](const Offset &mt, int64_t mm) {
+          Offset m0 = mt * tileM;
+          Value acc = e.allocTile(loc, mm, nn, e.b.getF32Type(), MemSpace::psum);
+          loops.accumulate(acc, [&](const Offset &kt, int64_t kk) {
+            return std::pair{loops.load(lhs, m0, mm, kt, kk), loops.panelTile(panel, kt, kk, nn)};
+          });
+          store(acc, outBase, m0, mm, n0, nn);
+        });
+      });
+      return;
     }
-    for (int64_t m0 = 0; m0 < M; m0 += tileM) {
-      int64_t mm = std::min(tileM, M - m0);
-      SmallVector<Value> panel;
-      if (lhsFits)
-        for (int64_t k0 = 0; k0 < K; k0 += tileK)
-          panel.push_back(loadStationary(m0, mm, k0, std::min(tileK, K - k0)));
-      for (int64_t n0 = 0; n0 < N; n0 += tileN) {
-        int64_t nn = std::min(tileN, N - n0);
-        if (failed(outputTile(
-                m0, mm, n0, nn,
-                [&](int64_t kt, int64_t k0, int64_t kk) {
-                  return lhsFits ? panel[kt] : loadStationary(m0, mm, k0, kk);
-                },
-                [&](int64_t, int64_t k0, int64_t kk) { return loadMoving(n0, nn, k0, kk); })))
-          return failure();
-      }
-    }
-  }
-  return success();
+    e.tiled(loc, M, tileM, [&](const Offset &mt, int64_t mm) {
+      Offset m0 = mt * tileM;
+      Value panel = lhsFits ? loops.loadPanel(lhs, m0, mm) : Value();
+      e.tiled(loc, N, tileN, [&](const Offset &nt, int64_t nn) {
+        Offset n0 = nt * tileN;
+        Value acc = e.allocTile(loc, mm, nn, e.b.getF32Type(), MemSpace::psum);
+        loops.accumulate(acc, [&](const Offset &kt, int64_t kk) {
+          Value st = panel ? loops.panelTile(panel, kt, kk, mm) : loops.load(lhs, m0, mm, kt, kk);
+          return std::pair{st, loops.load(rhs, n0, nn, kt, kk)};
+        });
+        store(acc, outBase, m0, mm, n0, nn);
+      });
+    });
+  });
+  return status;
+}
+
+LogicalResult lowerMatmul(TileEmitter &e, Operation *operation) {
+  auto op = dyn_cast<ntorch::MatmulOp>(operation);
+  if (!op)
+    return failure();
+  return lowerMatmulLoops(e, op);
 }
 
 } // namespace neuron::compiler

@@ -1,5 +1,6 @@
 // Tiling helpers: HBM buffers for tensors, tile allocation and DMA access patterns.
 #include "compiler/Conversion/NTorchToNTile/TileEmitter.h"
+#include "compiler/Conversion/NTorchToNTile/RowTiling.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Matchers.h"
@@ -82,11 +83,70 @@ Value TileEmitter::allocTile(Location loc, int64_t partitions, int64_t free, Typ
                                    ntile::getBufferType({partitions, free}, elementType, space));
 }
 
-ntile::AccessPatternAttr TileEmitter::pattern(int64_t offset, ArrayRef<Dim> dims) {
+ntile::AccessPatternAttr TileEmitter::pattern(const Offset &offset, ArrayRef<Dim> dims) {
   SmallVector<int64_t> flat;
   for (Dim d : dims)
     flat.append({d.size > 1 ? d.stride : 1, d.size});
-  return ntile::AccessPatternAttr::get(b.getContext(), offset, flat);
+  SmallVector<int64_t> terms;
+  for (size_t i = 0; i < offset.terms.size(); i += 3)
+    if (offset.terms[i + 1] != 0)
+      terms.append({offset.terms[i], offset.terms[i + 1], offset.terms[i + 2]});
+  return ntile::AccessPatternAttr::get(b.getContext(), offset.base, flat, terms);
+}
+
+void TileEmitter::loop(Location loc, int64_t count, function_ref<void(const Offset &)> body) {
+  if (count <= 0)
+    return;
+  if (count == 1) {
+    body(Offset(0));
+    return;
+  }
+  auto op = b.create<ntile::LoopOp>(loc, count);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&op.getBody().front());
+  Offset iv;
+  iv.terms = {loopDepth, 1, 0};
+  ++loopDepth;
+  body(iv);
+  --loopDepth;
+}
+
+void TileEmitter::accumulateOver(
+    Location loc, ArrayRef<std::pair<int64_t, int64_t>> dims,
+    function_ref<void(ArrayRef<Offset>, ArrayRef<int64_t>, bool)> fn) {
+  SmallVector<Offset> index(dims.size());
+  SmallVector<int64_t> size(dims.size());
+  std::function<void(size_t, bool)> nest = [&](size_t d, bool first) {
+    if (d == dims.size()) {
+      fn(index, size, first);
+      return;
+    }
+    auto [extent, tile] = dims[d];
+    int64_t full = extent / tile, rest = extent % tile;
+    auto at = [&](const Offset &i, int64_t n, bool f) {
+      index[d] = i;
+      size[d] = n;
+      nest(d + 1, f);
+    };
+    if (first) { // peel index 0 off the loop
+      at(Offset(0), full ? tile : rest, true);
+      loop(loc, full - 1, [&](const Offset &iv) { at(iv + Offset(1), tile, false); });
+    } else {
+      loop(loc, full, [&](const Offset &iv) { at(iv, tile, false); });
+    }
+    if (full && rest)
+      at(Offset(full), rest, false);
+  };
+  nest(0, true);
+}
+
+void TileEmitter::tiled(Location loc, int64_t extent, int64_t tile,
+                        function_ref<void(const Offset &, int64_t)> fn) {
+  int64_t full = extent / tile;
+  if (full > 0)
+    loop(loc, full, [&](const Offset &iv) { fn(iv, tile); });
+  if (extent % tile)
+    fn(Offset(full), extent % tile);
 }
 
 void TileEmitter::dma(Location loc, Value source, ntile::AccessPatternAttr sourceAp, Value target,
@@ -95,68 +155,6 @@ void TileEmitter::dma(Location loc, Value source, ntile::AccessPatternAttr sourc
 }
 
 int64_t TileEmitter::maxTileFree(int64_t bytes) const { return kTileBytesPerPartition / bytes; }
-
-void TileEmitter::forEachTile(ArrayRef<int64_t> shape, int64_t maxFree,
-                              const std::function<void(int64_t, int64_t, int64_t, int64_t)> &fn) {
-  SmallVector<int64_t> s = atLeast1D(shape);
-  int64_t cols = s.back(), rows = 1;
-  for (size_t i = 0; i + 1 < s.size(); ++i)
-    rows *= s[i];
-  int64_t partitions = target.partitions;
-  for (int64_t r = 0; r < rows; r += partitions)
-    for (int64_t c = 0; c < cols; c += maxFree)
-      fn(r, std::min(partitions, rows - r), c, std::min(maxFree, cols - c));
-}
-
-/// Element offsets (through `strides`) of rows [row0, row0 + rows) of `shape`
-/// viewed as [rows, last dim].
-static SmallVector<int64_t> rowOffsets(ArrayRef<int64_t> shape, ArrayRef<int64_t> strides,
-                                       int64_t row0, int64_t rows) {
-  SmallVector<int64_t> offsets;
-  for (int64_t r = row0; r < row0 + rows; ++r) {
-    int64_t rest = r, off = 0;
-    for (int64_t d = (int64_t)shape.size() - 2; d >= 0; --d) {
-      off += (rest % shape[d]) * strides[d];
-      rest /= shape[d];
-    }
-    offsets.push_back(off);
-  }
-  return offsets;
-}
-
-/// Splits offsets into maximal runs with a constant step: fn(first index, length, step).
-static void forEachRun(ArrayRef<int64_t> offsets,
-                       const std::function<void(int64_t, int64_t, int64_t)> &fn) {
-  size_t i = 0;
-  while (i < offsets.size()) {
-    size_t j = i + 1;
-    int64_t step = j < offsets.size() ? offsets[j] - offsets[i] : 1;
-    while (j < offsets.size() && offsets[j] - offsets[j - 1] == step)
-      ++j;
-    fn(i, j - i, step);
-    i = j;
-  }
-}
-
-void TileEmitter::loadRows(Location loc, Value source, int64_t sourceOffset,
-                           ArrayRef<int64_t> strides, ArrayRef<int64_t> shape, int64_t row0,
-                           int64_t rows, int64_t col0, int64_t cols, Value tile) {
-  SmallVector<int64_t> s = atLeast1D(shape);
-  SmallVector<int64_t> st = strides.empty() ? SmallVector<int64_t>{0} : SmallVector<int64_t>(strides);
-  int64_t colStride = st.back();
-  forEachRun(rowOffsets(s, st, row0, rows), [&](int64_t first, int64_t len, int64_t step) {
-    int64_t off = sourceOffset + rowOffsets(s, st, row0 + first, 1)[0] + col0 * colStride;
-    dma(loc, source, pattern(off, {{step, len}, {colStride, cols}}), tile,
-        pattern(first * cols, {{cols, len}, {1, cols}}));
-  });
-}
-
-void TileEmitter::storeRows(Location loc, Value tile, Value target, ArrayRef<int64_t> shape,
-                            int64_t row0, int64_t rows, int64_t col0, int64_t cols) {
-  int64_t width = atLeast1D(shape).back();
-  dma(loc, tile, pattern(0, {{cols, rows}, {1, cols}}), target,
-      pattern(row0 * width + col0, {{width, rows}, {1, cols}}));
-}
 
 void TileEmitter::copyStrided(Location loc, Value source, int64_t sourceOffset,
                               ArrayRef<int64_t> strides, Value target, ArrayRef<int64_t> shape) {
@@ -167,26 +165,32 @@ void TileEmitter::copyStrided(Location loc, Value source, int64_t sourceOffset,
 void TileEmitter::copyStrided(Location loc, Value source, int64_t sourceOffset,
                               ArrayRef<int64_t> sourceStrides, Value target, int64_t targetOffset,
                               ArrayRef<int64_t> targetStrides, ArrayRef<int64_t> shape) {
-  SmallVector<int64_t> s = atLeast1D(shape);
   auto norm = [](ArrayRef<int64_t> st) {
     return st.empty() ? SmallVector<int64_t>{0} : SmallVector<int64_t>(st);
   };
-  SmallVector<int64_t> ss = norm(sourceStrides), ts = norm(targetStrides);
-  forEachTile(s, kCopyChunk, [&](int64_t row0, int64_t rows, int64_t col0, int64_t cols) {
-    SmallVector<int64_t> so = rowOffsets(s, ss, row0, rows), to = rowOffsets(s, ts, row0, rows);
-    // Runs of rows evenly spaced in both views.
-    size_t i = 0;
-    while (i < so.size()) {
-      size_t j = i + 1;
-      int64_t sStep = j < so.size() ? so[j] - so[i] : 1, tStep = j < to.size() ? to[j] - to[i] : 1;
-      while (j < so.size() && so[j] - so[j - 1] == sStep && to[j] - to[j - 1] == tStep)
-        ++j;
-      int64_t len = j - i;
-      dma(loc, source, pattern(sourceOffset + so[i] + col0 * ss.back(), {{sStep, len}, {ss.back(), cols}}),
-          target, pattern(targetOffset + to[i] + col0 * ts.back(), {{tStep, len}, {ts.back(), cols}}));
-      i = j;
-    }
-  });
+  RowTiling tiling(atLeast1D(shape), {norm(sourceStrides), norm(targetStrides)}, this->target.partitions);
+  tiling.emit(*this, loc, kCopyChunk, /*columnsOuter=*/false,
+              [&](const RowBlock &block, const Offset &col0, int64_t cols) {
+                copyBlock(*this, loc, source, sourceOffset, tiling.strides(0), target,
+                          targetOffset, tiling.strides(1), block, col0, cols);
+              });
+}
+
+Value TileEmitter::constant(Location loc, DenseElementsAttr value) {
+  OpBuilder::InsertionGuard guard(b);
+  Operation *outermost = b.getInsertionBlock()->getParentOp();
+  while (isa<ntile::LoopOp>(outermost))
+    outermost = outermost->getParentOp();
+  if (b.getInsertionBlock()->getParentOp() != outermost) {
+    Operation *loop = b.getInsertionBlock()->getParentOp();
+    while (loop->getParentOp() != outermost)
+      loop = loop->getParentOp();
+    b.setInsertionPoint(loop);
+  }
+  auto type = cast<ShapedType>(value.getType());
+  return b.create<ntile::ConstantOp>(
+      loc, ntile::getBufferType(type.getShape(), type.getElementType(), MemSpace::hbm),
+      cast<ElementsAttr>(value));
 }
 
 Value TileEmitter::allocHbm(Location loc, RankedTensorType type) {

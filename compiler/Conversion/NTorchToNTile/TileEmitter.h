@@ -13,6 +13,26 @@
 
 namespace neuron::compiler {
 
+/// An element offset affine in the induction variables of the enclosing ntile.loop
+/// ops: base + flat (level, coef, modulus) terms.
+struct Offset {
+  int64_t base = 0;
+  llvm::SmallVector<int64_t, 6> terms;
+  Offset(int64_t base = 0) : base(base) {}
+  Offset operator+(const Offset &o) const {
+    Offset r = *this;
+    r.base += o.base;
+    r.terms.append(o.terms.begin(), o.terms.end());
+    return r;
+  }
+  Offset operator*(int64_t k) const {
+    Offset r(base * k);
+    for (size_t i = 0; i < terms.size(); i += 3)
+      r.terms.append({terms[i], terms[i + 1] * k, terms[i + 2]});
+    return r;
+  }
+};
+
 /// A [stride, size] pair of an access pattern.
 struct Dim {
   int64_t stride, size;
@@ -36,29 +56,29 @@ public:
   /// A fresh SBUF or PSUM tile [partitions, free].
   mlir::Value allocTile(mlir::Location loc, int64_t partitions, int64_t free,
                         mlir::Type elementType, ntile::MemSpace space);
-  ntile::AccessPatternAttr pattern(int64_t offset, llvm::ArrayRef<Dim> dims);
+  ntile::AccessPatternAttr pattern(const Offset &offset, llvm::ArrayRef<Dim> dims);
+
+  /// Emits `body` inside an ntile.loop of `count` iterations (inline when count is 1),
+  /// passing the induction variable; nothing when count is 0.
+  void loop(mlir::Location loc, int64_t count, llvm::function_ref<void(const Offset &iv)> body);
+  /// An accumulation over a nest of tiled dimensions ({extent, tile} each, outermost
+  /// first): fn(tile index per dimension, tile size per dimension, first) runs for every
+  /// combination, `first` only for the very first one, which is peeled off the loops.
+  void accumulateOver(
+      mlir::Location loc, llvm::ArrayRef<std::pair<int64_t, int64_t>> dims,
+      llvm::function_ref<void(llvm::ArrayRef<Offset>, llvm::ArrayRef<int64_t>, bool)> fn);
+  /// Covers [0, extent) in tiles of `tile`: a loop over the full tiles, then the rest:
+  /// fn(tile index, size); the tile starts at index * tile.
+  void tiled(mlir::Location loc, int64_t extent, int64_t tile,
+             llvm::function_ref<void(const Offset &index, int64_t size)> fn);
   void dma(mlir::Location loc, mlir::Value source, ntile::AccessPatternAttr sourceAp,
            mlir::Value target, ntile::AccessPatternAttr targetAp);
 
   /// Largest free size of an elementwise tile for elements of `bytes` bytes.
   int64_t maxTileFree(int64_t bytes) const;
 
-  /// Visits the result of shape `shape` as [rows, cols] (cols = last dim) in
-  /// tiles of at most 128 rows and `maxFree` cols: fn(row0, rows, col0, cols).
-  void forEachTile(llvm::ArrayRef<int64_t> shape, int64_t maxFree,
-                   const std::function<void(int64_t, int64_t, int64_t, int64_t)> &fn);
-
-  /// Loads rows [row0, row0+rows) x cols [col0, col0+cols) of a tensor read through
-  /// `strides` (element strides of the source per result dimension, 0 to broadcast)
-  /// into `tile` (partition = row). Emits one DMA per run of evenly spaced rows.
-  void loadRows(mlir::Location loc, mlir::Value source, int64_t sourceOffset,
-                llvm::ArrayRef<int64_t> strides, llvm::ArrayRef<int64_t> shape, int64_t row0,
-                int64_t rows, int64_t col0, int64_t cols, mlir::Value tile);
-  /// Stores `tile` into rows/cols of the contiguous tensor `target` of `shape`.
-  void storeRows(mlir::Location loc, mlir::Value tile, mlir::Value target,
-                 llvm::ArrayRef<int64_t> shape, int64_t row0, int64_t rows, int64_t col0,
-                 int64_t cols);
-  /// Copies HBM -> HBM: target (contiguous, `shape`) = source read through `strides`.
+  /// Copies HBM -> HBM: target (contiguous, `shape`) = source read through `strides`,
+  /// as a loop nest over row blocks (RowTiling).
   void copyStrided(mlir::Location loc, mlir::Value source, int64_t sourceOffset,
                    llvm::ArrayRef<int64_t> strides, mlir::Value target,
                    llvm::ArrayRef<int64_t> shape);
@@ -73,6 +93,8 @@ public:
   void fillPadded(mlir::Location loc, mlir::Value source, llvm::ArrayRef<int64_t> shape,
                   mlir::Value target, llvm::ArrayRef<int64_t> low, llvm::ArrayRef<int64_t> high,
                   double value);
+  /// An HBM buffer holding `value`, created outside any loop.
+  mlir::Value constant(mlir::Location loc, mlir::DenseElementsAttr value);
   /// A new HBM buffer of `type`.
   mlir::Value allocHbm(mlir::Location loc, mlir::RankedTensorType type);
 
@@ -84,13 +106,16 @@ private:
   llvm::DenseMap<mlir::Value, mlir::Value> buffers;
   llvm::DenseMap<mlir::Value, mlir::Value> outputs;
   llvm::DenseSet<mlir::Operation *> loweredEarly;
+  int64_t loopDepth = 0;
 };
 
 /// A fusion that consumes a matmul's result tile by tile, straight from PSUM.
 struct MatmulEpilogue {
-  /// Emits the fusion for output rows/cols given the matmul's result tile.
-  std::function<mlir::LogicalResult(int64_t row0, int64_t rows, int64_t col0, int64_t cols,
-                                    mlir::Value tile)>
+  /// Emits the fusion for the output rows [first[d], first[d] + count[d]) of every row
+  /// dimension d (batch, then M) and cols [col0, col0 + cols), given the matmul's
+  /// result tile.
+  std::function<mlir::LogicalResult(llvm::ArrayRef<Offset> first, llvm::ArrayRef<int64_t> count,
+                                    const Offset &col0, int64_t cols, mlir::Value tile)>
       emit;
   /// Element type the fusion expects for the matmul result (PSUM is copied to it).
   mlir::Type elementType;

@@ -1,5 +1,6 @@
-// Tiling of sliding-window ops over NCHW: conv2d as an implicit GEMM on the Tensor engine
-// (one accumulating matmul per channel chunk and kernel offset), pooling on the Vector engine.
+// Tiling of sliding-window ops over NCHW as loop nests: conv2d as an implicit GEMM on the
+// Tensor engine (one accumulating matmul per channel chunk and kernel offset), pooling on
+// the Vector engine.
 #include "compiler/Conversion/NTorchToNTile/TileEmitter.h"
 #include "dialects/NTorch/IR/NTorchOps.h"
 
@@ -55,50 +56,64 @@ static LogicalResult lowerConv(TileEmitter &e, ntorch::Conv2dOp op) {
   bool resident = cChunks * KH * KW * tileM * ntile::getElementBytes(wt.getElementType()) <=
                   kResidentWeightBytes;
   Type f32 = e.b.getF32Type();
+  // Channel chunks x kernel rows x kernel columns: the reduction of one output tile.
+  SmallVector<std::pair<int64_t, int64_t>> steps = {{Cg, P}, {KH, 1}, {KW, 1}};
 
-  for (int64_t g = 0; g < G; ++g)
-    for (int64_t o0 = 0; o0 < Og; o0 += tileM) {
-      int64_t mm = std::min(tileM, Og - o0);
+  e.loop(loc, G, [&](const Offset &g) {
+    e.tiled(loc, Og, tileM, [&](const Offset &oTile, int64_t mm) {
+      Offset o0 = oTile * tileM;
       // Stationary tile for channels [c0, c0 + kk) at kernel offset (kh, kw): w^T.
-      auto loadWeight = [&](int64_t c0, int64_t kk, int64_t kh, int64_t kw) {
+      auto weightAt = [&](ArrayRef<Offset> i) {
+        return (g * Og + o0) * (Cg * KH * KW) + i[0] * (P * KH * KW) + i[1] * KW + i[2];
+      };
+      auto loadWeight = [&](ArrayRef<Offset> i, int64_t kk) {
         Value tile = e.allocTile(loc, kk, mm, wt.getElementType(), MemSpace::sbuf);
-        int64_t off = ((g * Og + o0) * Cg + c0) * KH * KW + kh * KW + kw;
-        e.dma(loc, w, e.pattern(off, {{KH * KW, kk}, {Cg * KH * KW, mm}}), tile,
+        e.dma(loc, w, e.pattern(weightAt(i), {{KH * KW, kk}, {Cg * KH * KW, mm}}), tile,
               e.pattern(0, {{mm, kk}, {1, mm}}));
         return tile;
       };
-      SmallVector<Value> weights;
-      if (resident)
-        for (int64_t c0 = 0; c0 < Cg; c0 += P)
-          for (int64_t kh = 0; kh < KH; ++kh)
-            for (int64_t kw = 0; kw < KW; ++kw)
-              weights.push_back(loadWeight(c0, std::min(P, Cg - c0), kh, kw));
-      for (int64_t n = 0; n < N; ++n)
-        for (int64_t oh0 = 0; oh0 < OH; oh0 += rowsPerTile)
-          for (int64_t ow0 = 0; ow0 < OW; ow0 += colsPerTile) {
-            int64_t rows = std::min(rowsPerTile, OH - oh0), cols = std::min(colsPerTile, OW - ow0);
+      // Resident weights: every step's tile side by side in one panel, step-major.
+      auto stepIndex = [&](ArrayRef<Offset> i) { return i[0] * (KH * KW) + i[1] * KW + i[2]; };
+      Value panel;
+      int64_t width = cChunks * KH * KW * mm;
+      if (resident) {
+        panel = e.allocTile(loc, std::min(P, Cg), width, wt.getElementType(), MemSpace::sbuf);
+        e.accumulateOver(loc, steps, [&](ArrayRef<Offset> i, ArrayRef<int64_t> n, bool) {
+          e.dma(loc, w, e.pattern(weightAt(i), {{KH * KW, n[0]}, {Cg * KH * KW, mm}}), panel,
+                e.pattern(stepIndex(i) * mm, {{width, n[0]}, {1, mm}}));
+        });
+      }
+      e.loop(loc, N, [&](const Offset &n) {
+        e.tiled(loc, OH, rowsPerTile, [&](const Offset &rt, int64_t rows) {
+          Offset oh0 = rt * rowsPerTile;
+          e.tiled(loc, OW, colsPerTile, [&](const Offset &ct, int64_t cols) {
+            Offset ow0 = ct * colsPerTile;
             int64_t nn = rows * cols;
             Value acc = e.allocTile(loc, mm, nn, f32, MemSpace::psum);
-            int64_t step = 0;
-            for (int64_t c0 = 0; c0 < Cg; c0 += P)
-              for (int64_t kh = 0; kh < KH; ++kh)
-                for (int64_t kw = 0; kw < KW; ++kw, ++step) {
-                  int64_t kk = std::min(P, Cg - c0);
-                  Value st = resident ? weights[step] : loadWeight(c0, kk, kh, kw);
-                  Value mv = e.allocTile(loc, kk, nn, xt.getElementType(), MemSpace::sbuf);
-                  int64_t off = ((n * C + g * Cg + c0) * Hp + oh0 * sh + kh * dh) * Wp +
-                                ow0 * sw + kw * dw;
-                  e.dma(loc, xp, e.pattern(off, {{Hp * Wp, kk}, {sh * Wp, rows}, {sw, cols}}), mv,
-                        e.pattern(0, {{nn, kk}, {1, nn}}));
-                  e.b.create<ntile::MatmulOp>(loc, st, mv, acc, /*accumulate=*/step > 0);
-                }
+            e.accumulateOver(loc, steps, [&](ArrayRef<Offset> i, ArrayRef<int64_t> sz, bool first) {
+              int64_t kk = sz[0];
+              Value st = resident
+                             ? (Value)e.b.create<ntile::ViewOp>(
+                                   loc, ntile::getBufferType({kk, mm}, wt.getElementType(), MemSpace::sbuf),
+                                   panel, e.pattern(stepIndex(i) * mm, {{width, kk}, {1, mm}}))
+                             : loadWeight(i, kk);
+              Value mv = e.allocTile(loc, kk, nn, xt.getElementType(), MemSpace::sbuf);
+              Offset off = ((n * C + g * Cg + i[0] * P) * Hp + oh0 * sh + i[1] * dh) * Wp +
+                           ow0 * sw + i[2] * dw;
+              e.dma(loc, xp, e.pattern(off, {{Hp * Wp, kk}, {sh * Wp, rows}, {sw, cols}}), mv,
+                    e.pattern(0, {{nn, kk}, {1, nn}}));
+              e.b.create<ntile::MatmulOp>(loc, st, mv, acc, /*accumulate=*/!first);
+            });
             Value result = e.allocTile(loc, mm, nn, ot.getElementType(), MemSpace::sbuf);
             e.b.create<ntile::CopyOp>(loc, acc, result);
-            int64_t off = ((n * O + g * Og + o0) * OH + oh0) * OW + ow0;
+            Offset off = ((n * O + g * Og + o0) * OH + oh0) * OW + ow0;
             e.dma(loc, result, e.pattern(0, {{nn, mm}, {1, nn}}), out,
                   e.pattern(off, {{OH * OW, mm}, {OW, rows}, {1, cols}}));
-          }
-    }
+          });
+        });
+      });
+    });
+  });
   return success();
 }
 
@@ -132,35 +147,30 @@ static LogicalResult lowerPool(TileEmitter &e, ntorch::Pool2dOp op) {
         int64_t ws = std::min(w0 + KW, W) - std::max<int64_t>(w0, 0);
         values.push_back(APFloat((float)std::max<int64_t>(hs * ws, 1)));
       }
-    counts = e.b.create<ntile::ConstantOp>(
-        loc, ntile::getBufferType({OH, OW}, e.b.getF32Type(), MemSpace::hbm),
-        cast<ElementsAttr>(DenseElementsAttr::get(countType, values)));
+    counts = e.constant(loc, DenseElementsAttr::get(countType, values));
   }
 
-  for (int64_t p0 = 0; p0 < planes; p0 += e.target.partitions) {
-    int64_t pr = std::min<int64_t>(e.target.partitions, planes - p0);
-    for (int64_t oh0 = 0; oh0 < OH; oh0 += rowsPerTile)
-      for (int64_t ow0 = 0; ow0 < OW; ow0 += colsPerTile) {
-        int64_t rows = std::min(rowsPerTile, OH - oh0), cols = std::min(colsPerTile, OW - ow0);
+  int64_t P = e.target.partitions;
+  e.tiled(loc, planes, P, [&](const Offset &pt, int64_t pr) {
+    Offset p0 = pt * P;
+    e.tiled(loc, OH, rowsPerTile, [&](const Offset &rt, int64_t rows) {
+      Offset oh0 = rt * rowsPerTile;
+      e.tiled(loc, OW, colsPerTile, [&](const Offset &ct, int64_t cols) {
+        Offset ow0 = ct * colsPerTile;
         int64_t nn = rows * cols;
-        Value acc;
-        for (int64_t kh = 0; kh < KH; ++kh)
-          for (int64_t kw = 0; kw < KW; ++kw) {
-            Value tile = e.allocTile(loc, pr, nn, et, MemSpace::sbuf);
-            int64_t off = (p0 * Hp + oh0 * sh + kh) * Wp + ow0 * sw + kw;
-            e.dma(loc, xp, e.pattern(off, {{Hp * Wp, pr}, {sh * Wp, rows}, {sw, cols}}), tile,
-                  e.pattern(0, {{nn, pr}, {1, nn}}));
-            if (!acc && accType == et) {
-              acc = tile;
-              continue;
-            }
-            Value next = e.allocTile(loc, pr, nn, accType, MemSpace::sbuf);
-            if (acc)
-              e.b.create<ntile::TensorTensorOp>(loc, alu, acc, tile, next);
-            else
-              e.b.create<ntile::CopyOp>(loc, tile, next);
-            acc = next;
-          }
+        // The first window element starts the accumulator (loaded straight into it when
+        // no conversion is needed); the others combine into it in place.
+        Value acc = e.allocTile(loc, pr, nn, accType, MemSpace::sbuf);
+        e.accumulateOver(loc, {{KH, 1}, {KW, 1}}, [&](ArrayRef<Offset> k, ArrayRef<int64_t>, bool first) {
+          Value tile = first && accType == et ? acc : e.allocTile(loc, pr, nn, et, MemSpace::sbuf);
+          Offset off = (p0 * Hp + oh0 * sh + k[0]) * Wp + ow0 * sw + k[1];
+          e.dma(loc, xp, e.pattern(off, {{Hp * Wp, pr}, {sh * Wp, rows}, {sw, cols}}), tile,
+                e.pattern(0, {{nn, pr}, {1, nn}}));
+          if (first && tile != acc)
+            e.b.create<ntile::CopyOp>(loc, tile, acc);
+          else if (!first)
+            e.b.create<ntile::TensorTensorOp>(loc, alu, acc, tile, acc);
+        });
         if (!isMax) {
           Value scaled = e.allocTile(loc, pr, nn, accType, MemSpace::sbuf);
           if (counts) {
@@ -181,8 +191,9 @@ static LogicalResult lowerPool(TileEmitter &e, ntorch::Pool2dOp op) {
         }
         e.dma(loc, result, e.pattern(0, {{nn, pr}, {1, nn}}), out,
               e.pattern((p0 * OH + oh0) * OW + ow0, {{OH * OW, pr}, {OW, rows}, {1, cols}}));
-      }
-  }
+      });
+    });
+  });
   return success();
 }
 

@@ -4,6 +4,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "dialects/Common/LoopTerms.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -40,12 +41,12 @@ int64_t AccessPatternAttr::getFreeSize() const {
   return n;
 }
 
-// #nisa.ap<space[index] + offset, [[stride, size], ...], type>
+// #nisa.ap<space[index] + offset + terms, [[stride, size], ...], type>
 Attribute AccessPatternAttr::parse(AsmParser &parser, Type) {
   StringRef spaceName;
   uint32_t index;
   int64_t offset;
-  SmallVector<int64_t> dims;
+  SmallVector<int64_t> dims, terms;
   Type elementType;
   SMLoc loc = parser.getCurrentLocation();
   if (parser.parseLess() || parser.parseKeyword(&spaceName))
@@ -64,16 +65,20 @@ Attribute AccessPatternAttr::parse(AsmParser &parser, Type) {
     return success();
   };
   if (parser.parseLSquare() || parser.parseInteger(index) || parser.parseRSquare() ||
-      parser.parsePlus() || parser.parseInteger(offset) || parser.parseComma() ||
+      parser.parsePlus() || parser.parseInteger(offset) ||
+      neuron::parseLoopTerms(parser, terms) || parser.parseComma() ||
       parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, parsePair) ||
       parser.parseComma() || parser.parseType(elementType) || parser.parseGreater())
     return {};
-  return AccessPatternAttr::get(parser.getContext(), *space, index, offset, dims, elementType);
+  return AccessPatternAttr::get(parser.getContext(), *space, index, offset, dims, elementType,
+                                terms);
 }
 
 void AccessPatternAttr::print(AsmPrinter &printer) const {
   printer << "<" << neuron::ntile::stringifyMemSpace(getSpace()) << "[" << getIndex() << "] + "
-          << getOffset() << ", [";
+          << getOffset();
+  neuron::printLoopTerms(printer, getTerms());
+  printer << ", [";
   for (size_t i = 0; i < getRank(); ++i)
     printer << (i ? ", " : "") << "[" << getStride(i) << ", " << getSize(i) << "]";
   printer << "], " << getElementType() << ">";

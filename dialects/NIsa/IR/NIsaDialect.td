@@ -35,10 +35,19 @@ def NIsa_AccessPatternAttr : AttrDef<NIsa_Dialect, "AccessPattern"> {
     `#nisa.ap<sbuf[0] + 1024, [[1, 3], [1, 200]], f32>`: partition 0, byte offset
     1024 in each partition; the first pair is the partition dimension
     [partition stride, partitions], the rest are free dimensions in elements.
+    `#nisa.ap<sbuf[0] + 1024 + 512*(iv1 mod 2), [[1, 128], [1, 128]], bf16>`: the
+    byte offset rotates over two buffers with the iterations of the second loop.
   }];
   let parameters = (ins "::neuron::ntile::MemSpace":$space, "uint32_t":$index,
                         "int64_t":$offset, ArrayRefParameter<"int64_t">:$dims,
-                        "mlir::Type":$elementType);
+                        "mlir::Type":$elementType,
+                        OptionalArrayRefParameter<"int64_t">:$terms);
+  let builders = [
+    AttrBuilder<(ins "::neuron::ntile::MemSpace":$space, "uint32_t":$index, "int64_t":$offset,
+                     "llvm::ArrayRef<int64_t>":$dims, "mlir::Type":$elementType), [{
+      return $_get($_ctxt, space, index, offset, dims, elementType, llvm::ArrayRef<int64_t>{});
+    }]>
+  ];
   let hasCustomAssemblyFormat = 1;
   let extraClassDeclaration = [{
     size_t getRank() const { return getDims().size() / 2; }

@@ -1,6 +1,7 @@
 // Verifiers of the nisa instructions: queues, access-pattern shapes, semaphore waits.
 #include "dialects/NIsa/IR/NIsaOps.h"
 
+#include "dialects/Common/LoopTerms.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
@@ -11,7 +12,8 @@ using neuron::ntile::MemSpace;
 static constexpr int64_t kMaxPartitions = 128;
 
 bool neuron::nisa::isInstruction(Operation *op) {
-  return op->getDialect() && op->getDialect()->getNamespace() == "nisa" && !isa<BufferOp>(op);
+  return op->getDialect() && op->getDialect()->getNamespace() == "nisa" &&
+         !isa<BufferOp, LoopOp>(op);
 }
 
 int neuron::nisa::getQueue(Operation *op) {
@@ -46,15 +48,32 @@ static LogicalResult verifyInstruction(Operation *op, ArrayRef<int> queues) {
   if (auto waits = op->getAttrOfType<DenseI32ArrayAttr>("waits")) {
     if (waits.size() % 2 != 0)
       return op->emitOpError("waits must be [queue, count] pairs");
+    bool affine = op->hasAttr("wait_terms"); // counts may start <= 0 inside loops
     for (size_t i = 0; i < (size_t)waits.size(); i += 2)
-      if (waits[i] < 0 || waits[i] >= kNumQueues || waits[i + 1] <= 0)
+      if (waits[i] < 0 || waits[i] >= kNumQueues || (waits[i + 1] <= 0 && !affine))
         return op->emitOpError("wait [") << waits[i] << ", " << waits[i + 1] << "] is invalid";
+  }
+  if (auto terms = op->getAttrOfType<DenseI64ArrayAttr>("wait_terms")) {
+    auto waits = op->getAttrOfType<DenseI32ArrayAttr>("waits");
+    int64_t numWaits = waits ? waits.size() / 2 : 0;
+    if (terms.size() % 4 != 0)
+      return op->emitOpError("wait_terms must be (wait, level, coef, modulus) quadruples");
+    SmallVector<int64_t> flat;
+    for (size_t i = 0; i < (size_t)terms.size(); i += 4) {
+      if (terms[i] < 0 || terms[i] >= numWaits)
+        return op->emitOpError("wait term names wait ") << terms[i] << " of " << numWaits;
+      flat.append({terms[i + 1], terms[i + 2], terms[i + 3]});
+    }
+    if (failed(neuron::verifyTerms(op, flat, "wait")))
+      return failure();
   }
   SmallVector<AccessPatternAttr> aps = getReads(op);
   aps.push_back(getWrite(op));
   for (AccessPatternAttr ap : aps) {
     if (ap.getRank() == 0)
       return op->emitOpError("access pattern without dimensions");
+    if (failed(neuron::verifyTerms(op, ap.getTerms(), "access pattern")))
+      return failure();
     if (ap.getSpace() != MemSpace::hbm &&
         (ap.getSize(0) > kMaxPartitions || ap.getIndex() + ap.getSize(0) > kMaxPartitions))
       return op->emitOpError("access pattern spans partitions ")
@@ -82,6 +101,16 @@ static LogicalResult verifyElementwise(Operation *op, ArrayRef<AccessPatternAttr
   }
   return success();
 }
+
+void LoopOp::build(OpBuilder &builder, OperationState &state, int64_t count) {
+  state.addAttribute("count", builder.getI64IntegerAttr(count));
+  state.addRegion()->emplaceBlock();
+}
+ParseResult LoopOp::parse(OpAsmParser &parser, OperationState &result) {
+  return neuron::parseLoopOp(parser, result);
+}
+void LoopOp::print(OpAsmPrinter &printer) { neuron::printLoopOp(printer, *this); }
+LogicalResult LoopOp::verify() { return neuron::verifyLoopOp(*this); }
 
 LogicalResult BufferOp::verify() {
   if (getValue() && getKind() != BufferKind::constant)

@@ -18,11 +18,34 @@ def NIsa_BufferOp : NIsa_Op<"buffer"> {
   let hasVerifier = 1;
 }
 
-// Every instruction names its queue and the semaphore counts it waits for.
+def NIsa_LoopOp : NIsa_Op<"loop", [NoTerminator, SingleBlock]> {
+  let summary = "the hardware runs its body `count` times";
+  let description = [{
+    Instructions inside use the loop's induction variable `ivN` (N = nesting depth,
+    0 outermost) in their access-pattern offsets and semaphore wait counts.
+    ```mlir
+    nisa.loop iv0 to 8 {
+      nisa.dma_copy on 4 #nisa.ap<sbuf[0] + 0 + 1024*(iv0 mod 2), [[1, 128], [1, 256]], f32>,
+          #nisa.ap<hbm[0] + 0 + 32768*iv0, [[256, 128], [1, 256]], f32>
+    }
+    ```
+  }];
+  let arguments = (ins I64Attr:$count);
+  let regions = (region SizedRegion<1>:$body);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let skipDefaultBuilders = 1;
+  let builders = [OpBuilder<(ins "int64_t":$count)>];
+}
+
+// Every instruction names its queue and the semaphore counts it waits for: `waits` are
+// [queue, count] pairs; inside loops `wait_terms` adds (wait index, level, coef, modulus)
+// quadruples to the counts, as loop terms do to offsets.
 class NIsa_Instruction<string mnemonic, dag operands, string format, string prefix = "">
     : NIsa_Op<mnemonic> {
   let arguments = !con((ins I32Attr:$queue, NIsa_AccessPatternAttr:$dst), operands,
-                       (ins OptionalAttr<DenseI32ArrayAttr>:$waits));
+                       (ins OptionalAttr<DenseI32ArrayAttr>:$waits,
+                            OptionalAttr<DenseI64ArrayAttr>:$wait_terms));
   let assemblyFormat = prefix # " `on` $queue $dst `,` " # format # " (`wait` $waits^)? attr-dict";
   let hasVerifier = 1;
 }

@@ -4,6 +4,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "dialects/Common/LoopTerms.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -42,7 +43,7 @@ int64_t neuron::ntile::getElementBytes(Type type) {
 }
 
 //===----------------------------------------------------------------------===//
-// AccessPatternAttr: #ntile.ap<offset, [[stride, size], ...]>
+// AccessPatternAttr: #ntile.ap<offset + terms, [[stride, size], ...]>
 //===----------------------------------------------------------------------===//
 
 int64_t AccessPatternAttr::getNumElements() const {
@@ -63,8 +64,9 @@ std::pair<int64_t, int64_t> AccessPatternAttr::getExtent() const {
 
 Attribute AccessPatternAttr::parse(AsmParser &parser, Type) {
   int64_t offset;
-  SmallVector<int64_t> dims;
-  if (parser.parseLess() || parser.parseInteger(offset) || parser.parseComma())
+  SmallVector<int64_t> dims, terms;
+  if (parser.parseLess() || parser.parseInteger(offset) ||
+      neuron::parseLoopTerms(parser, terms) || parser.parseComma())
     return {};
   auto parsePair = [&]() -> ParseResult {
     int64_t stride, size;
@@ -77,11 +79,13 @@ Attribute AccessPatternAttr::parse(AsmParser &parser, Type) {
   if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, parsePair) ||
       parser.parseGreater())
     return {};
-  return AccessPatternAttr::get(parser.getContext(), offset, dims);
+  return AccessPatternAttr::get(parser.getContext(), offset, dims, terms);
 }
 
 void AccessPatternAttr::print(AsmPrinter &printer) const {
-  printer << "<" << getOffset() << ", [";
+  printer << "<" << getOffset();
+  neuron::printLoopTerms(printer, getTerms());
+  printer << ", [";
   for (size_t i = 0; i < getRank(); ++i)
     printer << (i ? ", " : "") << "[" << getStride(i) << ", " << getSize(i) << "]";
   printer << "]>";

@@ -33,8 +33,18 @@ def NTile_MemSpaceAttr : EnumAttr<NTile_Dialect, NTile_MemSpace, "mem"> {
 // `offset` then {stride, size} pairs, outermost first.
 def NTile_AccessPatternAttr : AttrDef<NTile_Dialect, "AccessPattern"> {
   let mnemonic = "ap";
-  let summary = "strided access pattern: offset and [stride, size] pairs";
-  let parameters = (ins "int64_t":$offset, ArrayRefParameter<"int64_t">:$dims);
+  let summary = "strided access pattern: offset (plus loop terms) and [stride, size] pairs";
+  let description = [{
+    `#ntile.ap<0 + 128*iv0, [[200, 3], [1, 200]]>`: element offset 0 + 128 per
+    iteration of the outermost enclosing `ntile.loop`, then [stride, size] pairs.
+  }];
+  let parameters = (ins "int64_t":$offset, ArrayRefParameter<"int64_t">:$dims,
+                        OptionalArrayRefParameter<"int64_t">:$terms);
+  let builders = [
+    AttrBuilder<(ins "int64_t":$offset, "llvm::ArrayRef<int64_t>":$dims), [{
+      return $_get($_ctxt, offset, dims, llvm::ArrayRef<int64_t>{});
+    }]>
+  ];
   let hasCustomAssemblyFormat = 1;
   let extraClassDeclaration = [{
     /// Number of [stride, size] pairs.
@@ -42,7 +52,7 @@ def NTile_AccessPatternAttr : AttrDef<NTile_Dialect, "AccessPattern"> {
     int64_t getStride(size_t i) const { return getDims()[2 * i]; }
     int64_t getSize(size_t i) const { return getDims()[2 * i + 1]; }
     int64_t getNumElements() const;
-    /// Smallest and one-past-largest element index touched.
+    /// Smallest and one-past-largest element index touched at iteration 0.
     std::pair<int64_t, int64_t> getExtent() const;
   }];
 }

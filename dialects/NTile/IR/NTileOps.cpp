@@ -1,6 +1,7 @@
 // Verifiers of the ntile ops: memory spaces, tile shapes and access-pattern bounds.
 #include "dialects/NTile/IR/NTileOps.h"
 
+#include "dialects/Common/LoopTerms.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
@@ -71,28 +72,34 @@ LogicalResult ReinterpretOp::verify() {
   return success();
 }
 
-/// The access pattern stays inside the buffer; tiles put partitions first.
+/// The access pattern stays inside the buffer in every loop iteration; tiles put
+/// partitions first and keep each row inside its partition.
 static LogicalResult verifyPattern(Operation *op, Value buffer, AccessPatternAttr ap,
                                    StringRef what) {
   MemRefType t = bufferType(buffer);
   for (size_t i = 0; i < ap.getRank(); ++i)
     if (ap.getSize(i) <= 0)
       return op->emitOpError() << what << " pattern has a non-positive size";
+  if (failed(neuron::verifyTerms(op, ap.getTerms(), what)))
+    return failure();
+  auto [termLo, termHi] = neuron::termRange(ap.getTerms(), neuron::enclosingLoopCounts(op));
   auto [lo, hi] = ap.getExtent();
-  if (lo < 0 || hi > t.getNumElements())
-    return op->emitOpError() << what << " pattern touches elements [" << lo << ", " << hi
-                             << ") of a buffer of " << t.getNumElements();
+  if (lo + termLo < 0 || hi + termHi > t.getNumElements())
+    return op->emitOpError() << what << " pattern touches elements [" << lo + termLo << ", "
+                             << hi + termHi << ") of a buffer of " << t.getNumElements();
   if (getMemSpace(t) != MemSpace::hbm) {
     if (failed(verifyTile(op, buffer, what)))
       return failure();
     int64_t free = t.getDimSize(1);
-    if (ap.getRank() < 1 || ap.getOffset() % free != 0 ||
-        (ap.getSize(0) > 1 && ap.getStride(0) % free != 0))
-      return op->emitOpError() << what << " pattern must start at a partition and put the "
-                                          "partition dimension first";
-    for (size_t i = 1; i < ap.getRank(); ++i)
-      if (ap.getSize(i) > 1 && std::abs(ap.getStride(i) * (ap.getSize(i) - 1)) >= free)
-        return op->emitOpError() << what << " pattern crosses a partition in a free dimension";
+    if (ap.getRank() < 1 || (ap.getSize(0) > 1 && ap.getStride(0) % free != 0))
+      return op->emitOpError() << what << " pattern must put the partition dimension first";
+    int64_t column = ap.getOffset() % free, rowLo = 0, rowHi = 0;
+    for (size_t i = 1; i < ap.getRank(); ++i) {
+      int64_t span = ap.getStride(i) * (ap.getSize(i) - 1);
+      (span < 0 ? rowLo : rowHi) += span;
+    }
+    if (column + rowLo + termLo < 0 || column + rowHi + termHi >= free)
+      return op->emitOpError() << what << " pattern crosses a partition in a free dimension";
   }
   return success();
 }
@@ -196,6 +203,41 @@ LogicalResult GatherOp::verify() {
     return emitOpError("columns exceed the table");
   if (table.getElementType() != target.getElementType())
     return emitOpError("gather does not convert element types");
+  return success();
+}
+
+void LoopOp::build(OpBuilder &builder, OperationState &state, int64_t count) {
+  state.addAttribute("count", builder.getI64IntegerAttr(count));
+  state.addRegion()->emplaceBlock();
+}
+ParseResult LoopOp::parse(OpAsmParser &parser, OperationState &result) {
+  return neuron::parseLoopOp(parser, result);
+}
+void LoopOp::print(OpAsmPrinter &printer) { neuron::printLoopOp(printer, *this); }
+LogicalResult LoopOp::verify() { return neuron::verifyLoopOp(*this); }
+
+LogicalResult ViewOp::verify() {
+  MemRefType in = getSource().getType(), out = getType();
+  if (getMemSpace(in) == MemSpace::hbm || getMemSpace(in) != getMemSpace(out) ||
+      in.getElementType() != out.getElementType())
+    return emitOpError("views a tile as a tile of the same memory and element type");
+  if (failed(verifyTile(*this, getResult(), "result")))
+    return failure();
+  AccessPatternAttr ap = getAp();
+  int64_t free = in.getDimSize(1), column = ap.getOffset() % free;
+  if (ap.getRank() != 2 || ap.getOffset() >= free ||
+      (ap.getSize(0) > 1 && ap.getStride(0) != free) ||
+      (ap.getSize(1) > 1 && ap.getStride(1) != 1) || ap.getSize(0) != out.getDimSize(0) ||
+      ap.getSize(1) != out.getDimSize(1))
+    return emitOpError("pattern must select [")
+           << out.getDimSize(0) << ", " << out.getDimSize(1)
+           << "] contiguous columns starting in partition 0";
+  if (failed(neuron::verifyTerms(*this, ap.getTerms(), "view")))
+    return failure();
+  auto [termLo, termHi] = neuron::termRange(ap.getTerms(), neuron::enclosingLoopCounts(*this));
+  if (out.getDimSize(0) > in.getDimSize(0) || column + termLo < 0 ||
+      column + termHi + out.getDimSize(1) > free)
+    return emitOpError("view exceeds the tile");
   return success();
 }
 

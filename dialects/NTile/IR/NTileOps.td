@@ -37,6 +37,47 @@ def NTile_ReinterpretOp : NTile_Op<"reinterpret", [Pure, ViewLikeOpInterface]> {
   }];
 }
 
+def NTile_LoopOp : NTile_Op<"loop", [NoTerminator, SingleBlock]> {
+  let summary = "runs its body `count` times; access patterns inside use its induction variable";
+  let description = [{
+    The induction variable of the loop at nesting depth N (0 = outermost) is `ivN`;
+    access patterns in the body add terms such as `128*iv0` to their offsets. A tile
+    allocated in the body is a fresh tile in every iteration (the multi-buffering pass
+    decides how many physical buffers it rotates over).
+    ```mlir
+    ntile.loop iv0 to 4 {
+      %t = memref.alloc() : memref<128x512xf32, #ntile.mem<sbuf>>
+      ntile.dma %x #ntile.ap<0 + 65536*iv0, [[512, 128], [1, 512]]> to %t #ntile.ap<0, [[512, 128], [1, 512]]>
+          : memref<512x512xf32, #ntile.mem<hbm>>, memref<128x512xf32, #ntile.mem<sbuf>>
+    }
+    ```
+  }];
+  let arguments = (ins I64Attr:$count);
+  let regions = (region SizedRegion<1>:$body);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let skipDefaultBuilders = 1;
+  let builders = [OpBuilder<(ins "int64_t":$count)>];
+}
+
+def NTile_ViewOp : NTile_Op<"view", [Pure, ViewLikeOpInterface]> {
+  let summary = "columns [offset, offset + width) of the first partitions of a tile";
+  let description = [{
+    The offset (in elements of the free dimension) may vary with enclosing loops.
+    ```mlir
+    %v = ntile.view %panel #ntile.ap<0 + 128*iv1, [[1024, 128], [1, 128]]>
+        : memref<128x1024xbf16, #ntile.mem<sbuf>> to memref<128x128xbf16, #ntile.mem<sbuf>>
+    ```
+  }];
+  let arguments = (ins NTile_Buffer:$source, NTile_AccessPatternAttr:$ap);
+  let results = (outs NTile_Buffer:$result);
+  let assemblyFormat = "$source $ap attr-dict `:` type($source) `to` type($result)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    mlir::Value getViewSource() { return getSource(); }
+  }];
+}
+
 def NTile_DmaOp : NTile_Op<"dma"> {
   let summary = "copies elements between two access patterns (any memories)";
   let description = [{

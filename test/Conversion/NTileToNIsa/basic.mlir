@@ -1,14 +1,14 @@
 // RUN: neuron-opt %s -convert-ntile-to-nisa -split-input-file | FileCheck %s
 
 // Arguments become numbered buffers; SBUF tiles get byte offsets in every
-// partition (64-byte aligned, allocated one after another); DMAs rotate over
-// the DMA queues (4, 5, ...); engine ops go to their engine's queue.
+// partition (64-byte aligned, allocated one after another); DMAs wait on the first
+// DMA queue for neuron-assign-dma-queues; engine ops go to their engine's queue.
 // CHECK-LABEL: func @tiles
 // CHECK-NEXT: nisa.buffer 0 input 0 : tensor<3x200xf32>
 // CHECK-NEXT: nisa.buffer 1 output 0 : tensor<3x200xf32>
 // CHECK-NEXT: nisa.dma_copy on 4 <sbuf[0] + 0, {{\[\[}}1, 3], [1, 200]], f32>, <hbm[0] + 0, {{\[\[}}200, 3], [1, 200]], f32>
 // CHECK-NEXT: nisa.activation exp on 2 <sbuf[0] + 832, {{\[\[}}1, 3], [1, 200]], f32>, <sbuf[0] + 0, {{\[\[}}1, 3], [1, 200]], f32>
-// CHECK-NEXT: nisa.dma_copy on 5 <hbm[1] + 0, {{\[\[}}200, 3], [1, 200]], f32>, <sbuf[0] + 832, {{\[\[}}1, 3], [1, 200]], f32>
+// CHECK-NEXT: nisa.dma_copy on 4 <hbm[1] + 0, {{\[\[}}200, 3], [1, 200]], f32>, <sbuf[0] + 832, {{\[\[}}1, 3], [1, 200]], f32>
 func.func @tiles(%x: memref<3x200xf32, #ntile.mem<hbm>> {ntile.input = 0 : i32}, %y: memref<3x200xf32, #ntile.mem<hbm>> {ntile.output = 0 : i32}) {
   %a = memref.alloc() : memref<3x200xf32, #ntile.mem<sbuf>>
   ntile.dma %x <0, [[200, 3], [1, 200]]> to %a <0, [[200, 3], [1, 200]]> : memref<3x200xf32, #ntile.mem<hbm>>, memref<3x200xf32, #ntile.mem<sbuf>>
@@ -37,7 +37,7 @@ func.func @partition_offset(%x: memref<4xf32, #ntile.mem<hbm>> {ntile.input = 0 
 // CHECK: nisa.buffer 1 internal -1 : tensor<8xf32>
 // CHECK: nisa.buffer 2 constant -1 {value = dense<2.000000e+00> : tensor<8xf32>} : tensor<8xf32>
 // CHECK: nisa.dma_copy on 4 <hbm[1] + 0, {{\[\[}}1, 8]], f32>, <hbm[0] + 0, {{\[\[}}1, 8]], f32>
-// CHECK: nisa.dma_copy on 5 <hbm[1] + 0, {{\[\[}}1, 8]], f32>, <hbm[2] + 0, {{\[\[}}1, 8]], f32>
+// CHECK: nisa.dma_copy on 4 <hbm[1] + 0, {{\[\[}}1, 8]], f32>, <hbm[2] + 0, {{\[\[}}1, 8]], f32>
 func.func @hbm_buffers(%x: memref<2x4xf32, #ntile.mem<hbm>> {ntile.input = 0 : i32}) {
   %t = memref.alloc() : memref<8xf32, #ntile.mem<hbm>>
   %c = ntile.constant dense<2.0> : tensor<8xf32> : memref<8xf32, #ntile.mem<hbm>>

@@ -51,3 +51,23 @@ func.func @activation_from_hbm() {
   nisa.activation exp on 2 <sbuf[0] + 0, [[1, 1], [1, 8]], f32>, <hbm[0] + 0, [[8, 1], [1, 8]], f32>
   return
 }
+
+// -----
+
+func.func @wait_term_without_wait() {
+  nisa.buffer 0 input 0 : tensor<8x64xf32>
+  nisa.loop iv0 to 8 {
+    // expected-error @+1 {{wait term names wait 1 of 1}}
+    nisa.dma_copy on 4 <sbuf[0] + 0, [[1, 1], [1, 64]], f32>, <hbm[0] + 0 + 64*iv0, [[64, 1], [1, 64]], f32> wait [1, -1] {wait_terms = array<i64: 1, 0, 1, 0>}
+  }
+  return
+}
+
+// -----
+
+func.func @offset_term_outside_loop() {
+  nisa.buffer 0 input 0 : tensor<8x64xf32>
+  // expected-error @+1 {{access pattern term uses iv0 but the op is inside 0 loop(s)}}
+  nisa.dma_copy on 4 <sbuf[0] + 0, [[1, 1], [1, 64]], f32>, <hbm[0] + 0 + 64*iv0, [[64, 1], [1, 64]], f32>
+  return
+}

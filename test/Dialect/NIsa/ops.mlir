@@ -20,3 +20,16 @@ func.func @nisa.program() {
   nisa.tensor_copy on 1 <sbuf[0] + 0, [[1, 3], [1, 8]], bf16>, <psum[0] + 0, [[1, 3], [1, 8]], f32>
   return
 }
+
+// Loops, rotating offsets and affine semaphore counts round-trip.
+// CHECK-LABEL: func @nisa.loops
+// CHECK: nisa.loop iv0 to 8 {
+// CHECK-NEXT: nisa.dma_copy on 4 <sbuf[0] + 0 + 256*(iv0 mod 2), {{\[\[}}1, 1], [1, 64]], f32>, <hbm[0] + 0 + 64*iv0, {{\[\[}}64, 1], [1, 64]], f32> wait [1, -1] {wait_terms = array<i64: 0, 0, 1, 0>}
+func.func @nisa.loops() {
+  nisa.buffer 0 input 0 : tensor<8x64xf32>
+  nisa.loop iv0 to 8 {
+    nisa.dma_copy on 4 <sbuf[0] + 0 + 256*(iv0 mod 2), [[1, 1], [1, 64]], f32>, <hbm[0] + 0 + 64*iv0, [[64, 1], [1, 64]], f32> wait [1, -1] {wait_terms = array<i64: 0, 0, 1, 0>}
+    nisa.tensor_copy on 1 <sbuf[0] + 1024, [[1, 1], [1, 64]], f32>, <sbuf[0] + 0 + 256*(iv0 mod 2), [[1, 1], [1, 64]], f32>
+  }
+  return
+}

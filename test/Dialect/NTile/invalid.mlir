@@ -60,3 +60,45 @@ func.func @dma_convert(%x: memref<8xf32, #ntile.mem<hbm>>, %y: memref<8xbf16, #n
   ntile.dma %x <0, [[1, 8]]> to %y <0, [[1, 8]]> : memref<8xf32, #ntile.mem<hbm>>, memref<8xbf16, #ntile.mem<hbm>>
   return
 }
+
+// -----
+
+// A pattern stays in bounds in the last iteration too.
+func.func @loop_out_of_bounds(%x: memref<4x64xf32, #ntile.mem<hbm>>, %t: memref<1x64xf32, #ntile.mem<sbuf>>) {
+  ntile.loop iv0 to 5 {
+    // expected-error @+1 {{source pattern touches elements [0, 320) of a buffer of 256}}
+    ntile.dma %x <0 + 64*iv0, [[64, 1], [1, 64]]> to %t <0, [[64, 1], [1, 64]]> : memref<4x64xf32, #ntile.mem<hbm>>, memref<1x64xf32, #ntile.mem<sbuf>>
+  }
+  return
+}
+
+// -----
+
+// A term names an enclosing loop.
+func.func @term_without_loop(%x: memref<4x64xf32, #ntile.mem<hbm>>, %t: memref<1x64xf32, #ntile.mem<sbuf>>) {
+  ntile.loop iv0 to 2 {
+    // expected-error @+1 {{source term uses iv1 but the op is inside 1 loop(s)}}
+    ntile.dma %x <0 + 64*iv1, [[64, 1], [1, 64]]> to %t <0, [[64, 1], [1, 64]]> : memref<4x64xf32, #ntile.mem<hbm>>, memref<1x64xf32, #ntile.mem<sbuf>>
+  }
+  return
+}
+
+// -----
+
+func.func @empty_loop() {
+  // expected-error @+1 {{'ntile.loop' op must run at least once}}
+  ntile.loop iv0 to 0 {
+  }
+  return
+}
+
+// -----
+
+// A view stays inside its tile in every iteration.
+func.func @view_past_tile(%p: memref<128x256xbf16, #ntile.mem<sbuf>>) {
+  ntile.loop iv0 to 3 {
+    // expected-error @+1 {{view exceeds the tile}}
+    %v = ntile.view %p <0 + 128*iv0, [[256, 128], [1, 128]]> : memref<128x256xbf16, #ntile.mem<sbuf>> to memref<128x128xbf16, #ntile.mem<sbuf>>
+  }
+  return
+}

@@ -27,3 +27,19 @@ func.func @ntile.tiles(%x: memref<3x200xbf16, #ntile.mem<hbm>>, %w: memref<300x2
   %c = ntile.constant dense<1.0> : tensor<4xf32> : memref<4xf32, #ntile.mem<hbm>>
   return
 }
+
+// Loops, loop terms and views round-trip.
+// CHECK-LABEL: func @loops
+// CHECK: ntile.loop iv0 to 4 {
+// CHECK-NEXT: ntile.loop iv1 to 2 {
+// CHECK-NEXT: ntile.dma %{{.*}} <0 + 128*iv0 + 64*iv1, {{\[\[}}256, 128], [1, 64]]> to %{{.*}} <0 + 64*iv1, {{\[\[}}128, 128], [1, 64]]>
+// CHECK: ntile.view %{{.*}} <64 + -64*iv1, {{\[\[}}128, 128], [1, 64]]>
+func.func @loops(%x: memref<128x512xbf16, #ntile.mem<hbm>>, %p: memref<128x128xbf16, #ntile.mem<sbuf>>) {
+  ntile.loop iv0 to 4 {
+    ntile.loop iv1 to 2 {
+      ntile.dma %x <0 + 128*iv0 + 64*iv1, [[256, 128], [1, 64]]> to %p <0 + 64*iv1, [[128, 128], [1, 64]]> : memref<128x512xbf16, #ntile.mem<hbm>>, memref<128x128xbf16, #ntile.mem<sbuf>>
+      %v = ntile.view %p <64 + -64*iv1, [[128, 128], [1, 64]]> : memref<128x128xbf16, #ntile.mem<sbuf>> to memref<128x64xbf16, #ntile.mem<sbuf>>
+    }
+  }
+  return
+}

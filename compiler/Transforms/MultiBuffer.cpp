@@ -1,0 +1,56 @@
+// The neuron-multi-buffer pass: how many rotating copies each loop-body tile gets.
+#include "compiler/Passes.h"
+#include "dialects/NTile/IR/NTileOps.h"
+#include "runtime/Target.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+using namespace mlir;
+using neuron::ntile::MemSpace;
+
+namespace neuron::compiler {
+#define GEN_PASS_DEF_NEURONMULTIBUFFER
+#include "compiler/Passes.h.inc"
+
+namespace {
+
+constexpr int64_t kMaxSbufBuffers = 4, kMaxPsumBuffers = 2;
+
+struct NeuronMultiBufferPass : impl::NeuronMultiBufferBase<NeuronMultiBufferPass> {
+  using NeuronMultiBufferBase::NeuronMultiBufferBase;
+
+  void runOnOperation() override {
+    const runtime::Target *t = runtime::findTarget(target);
+    if (!t) {
+      getOperation().emitError("unknown target '") << target << "'";
+      return signalPassFailure();
+    }
+    getOperation().walk([&](ntile::LoopOp loop) {
+      for (MemSpace space : {MemSpace::sbuf, MemSpace::psum}) {
+        bool sbuf = space == MemSpace::sbuf;
+        int64_t budget = sbuf ? t->sbufBytesPerPartition / 4 : t->psumBytesPerPartition / 2;
+        int64_t align = sbuf ? 64 : t->psumBankBytes;
+        SmallVector<memref::AllocOp> allocs;
+        int64_t bytes = 0;
+        for (auto alloc : loop.getBody().front().getOps<memref::AllocOp>()) {
+          MemRefType type = alloc.getType();
+          if (ntile::getMemSpace(type) != space)
+            continue;
+          int64_t b = type.getDimSize(1) * ntile::getElementBytes(type.getElementType());
+          bytes += (b + align - 1) / align * align;
+          allocs.push_back(alloc);
+        }
+        int64_t n = std::min<int64_t>(loop.getCount(), sbuf ? kMaxSbufBuffers : kMaxPsumBuffers);
+        while (n > 1 && n * bytes > budget)
+          --n;
+        for (memref::AllocOp alloc : allocs)
+          if (n > 1)
+            alloc->setAttr("buffers", IntegerAttr::get(IntegerType::get(&getContext(), 64), n));
+      }
+    });
+  }
+};
+
+} // namespace
+} // namespace neuron::compiler

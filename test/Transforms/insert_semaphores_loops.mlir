@@ -1,0 +1,48 @@
+// RUN: neuron-opt %s -neuron-insert-semaphores -split-input-file | FileCheck %s
+
+// A load -> compute -> store pipeline over 8 rows. Both tiles rotate over two buffers,
+// so an iteration only waits for the iteration two back that used the same buffer
+// (loop-carried WAR), and for this iteration's producer (RAW). Counts are affine in
+// iv0: one instance per queue per iteration.
+// CHECK-LABEL: func @pipeline
+func.func @pipeline() {
+  nisa.buffer 0 input 0 : tensor<8x64xf32>
+  nisa.buffer 1 output 0 : tensor<8x64xf32>
+  nisa.loop iv0 to 8 {
+    // Buffer iv0 mod 2 was last read by the Vector engine in iteration iv0 - 2,
+    // its instance number iv0 - 1.
+    // CHECK: nisa.dma_copy on 4 {{.*}} wait [1, -1] {wait_terms = array<i64: 0, 0, 1, 0>}
+    nisa.dma_copy on 4 <sbuf[0] + 0 + 256*(iv0 mod 2), [[1, 1], [1, 64]], f32>, <hbm[0] + 0 + 64*iv0, [[64, 1], [1, 64]], f32>
+    // RAW on this iteration's load (instance iv0 + 1 of queue 4); WAR on the store
+    // of iteration iv0 - 2.
+    // CHECK: nisa.tensor_scalar mul on 1 {{.*}} wait [4, 1, 5, -1] {wait_terms = array<i64: 0, 0, 1, 0, 1, 0, 1, 0>}
+    nisa.tensor_scalar mul on 1 <sbuf[0] + 1024 + 256*(iv0 mod 2), [[1, 1], [1, 64]], f32>, <sbuf[0] + 0 + 256*(iv0 mod 2), [[1, 1], [1, 64]], f32>, 2.0
+    // The rows stored by different iterations never overlap: only the RAW wait.
+    // CHECK: nisa.dma_copy on 5 {{.*}} wait [1, 1] {wait_terms = array<i64: 0, 0, 1, 0>}
+    nisa.dma_copy on 5 <hbm[1] + 0 + 64*iv0, [[64, 1], [1, 64]], f32>, <sbuf[0] + 1024 + 256*(iv0 mod 2), [[1, 1], [1, 64]], f32>
+  }
+  // After the loop every access of the body counts as its last iteration's: the
+  // reload of buffer 0 waits for the 8th instance of each queue (conservative).
+  // CHECK: nisa.dma_copy on 6 {{.*}} wait [1, 8, 4, 8, 5, 8]{{$}}
+  nisa.dma_copy on 6 <sbuf[0] + 0, [[1, 1], [1, 64]], f32>, <hbm[1] + 0, [[64, 1], [1, 64]], f32>
+  return
+}
+
+// -----
+
+// One buffer, no rotation: the next iteration's load waits for the previous
+// iteration's reader (instance iv0 of the Scalar queue), and so does the activation's
+// write of the tile the Vector engine read.
+// CHECK-LABEL: func @single_buffer
+func.func @single_buffer() {
+  nisa.buffer 0 input 0 : tensor<4x64xf32>
+  nisa.loop iv0 to 4 {
+    // CHECK: nisa.dma_copy on 4 {{.*}} wait [2, 0] {wait_terms = array<i64: 0, 0, 1, 0>}
+    nisa.dma_copy on 4 <sbuf[0] + 0, [[1, 1], [1, 64]], f32>, <hbm[0] + 0 + 64*iv0, [[64, 1], [1, 64]], f32>
+    // CHECK: nisa.activation exp on 2 {{.*}} wait [1, 0, 4, 1] {wait_terms = array<i64: 0, 0, 1, 0, 1, 0, 1, 0>}
+    nisa.activation exp on 2 <sbuf[0] + 512, [[1, 1], [1, 64]], f32>, <sbuf[0] + 0, [[1, 1], [1, 64]], f32>
+    // CHECK: nisa.tensor_tensor add on 1 {{.*}} wait [2, 1] {wait_terms = array<i64: 0, 0, 1, 0>}
+    nisa.tensor_tensor add on 1 <sbuf[0] + 1024, [[1, 1], [1, 64]], f32>, <sbuf[0] + 1024, [[1, 1], [1, 64]], f32>, <sbuf[0] + 512, [[1, 1], [1, 64]], f32>
+  }
+  return
+}

@@ -1,0 +1,32 @@
+// RUN: neuron-opt %s -neuron-multi-buffer | FileCheck %s
+// RUN: neuron-opt %s -neuron-multi-buffer=target=trn1 | FileCheck %s --check-prefix=TRN1
+
+// Tiles allocated in a loop body rotate over copies: SBUF up to 4, PSUM up to 2,
+// never more than the trip count, fewer when a body's tiles would take more than a
+// quarter of SBUF (trn2: 56 KiB of 224 KiB per partition; trn1: 48 KiB of 192 KiB).
+// CHECK-LABEL: func @buffers
+func.func @buffers(%x: memref<1024x512xf32, #ntile.mem<hbm>>) {
+  // A tile outside loops: one buffer.
+  // CHECK: memref.alloc() : memref<128x512xf32, #ntile.mem<sbuf>>
+  %resident = memref.alloc() : memref<128x512xf32, #ntile.mem<sbuf>>
+  ntile.loop iv0 to 8 {
+    // CHECK: memref.alloc() {buffers = 4 : i64} : memref<128x512xf32, #ntile.mem<sbuf>>
+    %t = memref.alloc() : memref<128x512xf32, #ntile.mem<sbuf>>
+    // CHECK: memref.alloc() {buffers = 2 : i64} : memref<128x512xf32, #ntile.mem<psum>>
+    %p = memref.alloc() : memref<128x512xf32, #ntile.mem<psum>>
+    ntile.loop iv1 to 3 {
+      // Two tiles of 9 KiB: three copies of both take 54 KiB, which fits trn2's budget
+      // but not trn1's.
+      // CHECK: memref.alloc() {buffers = 3 : i64} : memref<128x2304xf32, #ntile.mem<sbuf>>
+      // TRN1: memref.alloc() {buffers = 2 : i64} : memref<128x2304xf32, #ntile.mem<sbuf>>
+      %a = memref.alloc() : memref<128x2304xf32, #ntile.mem<sbuf>>
+      %b = memref.alloc() : memref<128x2304xf32, #ntile.mem<sbuf>>
+    }
+  }
+  // A loop of one iteration has nothing to overlap.
+  ntile.loop iv0 to 1 {
+    // CHECK: memref.alloc() : memref<128x16xf32, #ntile.mem<sbuf>>
+    %c = memref.alloc() : memref<128x16xf32, #ntile.mem<sbuf>>
+  }
+  return
+}

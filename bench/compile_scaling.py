@@ -1,7 +1,7 @@
 """How compile time, compile memory and program size scale with the problem size.
 
-    python bench/compile_scaling.py               # all cases -> bench/results/compile_scaling.{md,csv}
-    python bench/compile_scaling.py --quick       # matmuls up to 4096 and the one-layer step
+    python bench/compile_scaling.py            # all -> bench/results/compile_scaling.{md,csv}
+    python bench/compile_scaling.py --quick    # matmuls up to 4096 and the one-layer step
     python bench/compile_scaling.py --sizes 2048,16384 --steps none
 
 Every case runs in its own process (no compile cache, memory or import state is shared between
@@ -35,8 +35,10 @@ d_model 768, 12 heads, seq 1024, batch 8; loss.backward() and a compiled AdamW s
 options={"timing_only": True}, as train_step.py does.
   first step    wall time of the first step: Dynamo, AOTAutograd, export, native compile and
                 simulation of the forward, backward and optimizer graphs
-    of which    native: cache_stats()["compile_s"]; export: time in graph_export.export_graph;
-                sim: time in Program.run; Dynamo/AOT: the rest (tracing, AOTAutograd, Python)
+    of which    native: cache_stats()["compile_s"] (per graph in the note: the forward, the
+                backward, then the optimizer step); export: time in graph_export.export_graph;
+                sim: time in Program.run; Dynamo/AOT: the rest (Dynamo tracing, AOTAutograd,
+                one-time initialization of both, Python)
   later step    wall time of the second step (timing-only simulation and call overheads)
   sim step      simulated time of the second step (neuronsim.measure())
   peak RSS      the process's peak RSS (ru_maxrss) at the end
@@ -201,6 +203,7 @@ def train_step(name: str) -> dict:
             "native_s": native_s, "export_s": export_s, "first_sim_s": sim_s,
             "dynamo_aot_s": first - native_s - export_s - sim_s, "graphs": cache["compiles"],
             "sim_step_ms": m.sim_ns / 1e6, "peak_rss_mb": _rss_mb(),
+            "graph_compile_s": {g["graph"]: g["compile_s"] for g in cache["signatures"]},
             "params_m": sum(p.numel() for p in model.parameters()) / 1e6}  # fmt: skip
 
 
@@ -258,8 +261,8 @@ def write_results(matmuls: list[dict], steps: list[dict], command: str) -> str:
         "machine: wall times are noisy).", "",
         "```", doc[doc.index("Every case"):doc.index("Targets:")].strip(), "```", "",
         "## Native compile of one bf16 matmul [n, n] @ [n, n]", "",
-        "| n | compile (s) | first (s) | vs 2048 | compile mem (MB) | peak RSS (MB) | base RSS (MB) | "
-        "program on disk (KB) | static instr | executed | sim (us) | note |",
+        "| n | compile (s) | first (s) | vs 2048 | compile mem (MB) | peak RSS (MB) | "
+        "base RSS (MB) | program on disk (KB) | static instr | executed | sim (us) | note |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]  # fmt: skip
     for r in matmuls:
@@ -269,25 +272,30 @@ def write_results(matmuls: list[dict], steps: list[dict], command: str) -> str:
         note = "torch was imported before the compile!" if r["torch_imported"] else ""
         lines.append(
             f"| {r['n']} | {r['compile_s']:.4f} | {r['first_compile_s']:.4f} | "
-            f"{_fmt(ratio(r), '%.2fx')} | "
-            f"{r['compile_mem_mb']:.0f} | {r['peak_rss_mb']:.0f} | {r['base_rss_mb']:.0f} | "
+            f"{_fmt(ratio(r), '%.2fx')} | {r['compile_mem_mb']:.0f} | {r['peak_rss_mb']:.0f} | "
+            f"{r['base_rss_mb']:.0f} | "
             f"{r['program_bytes'] / 1024:.1f} | {r['static_instructions']:,} | "
             f"{r['executed_instructions']:,} | {r['sim_ns'] / 1e3:.0f} | {note} |"
         )
-    lines += ["", "## GPT-style training step (timing-only)", "",
-              "| model | first step (s) | native compile (s) | export (s) | simulation (s) | "
-              "Dynamo/AOT/other (s) | later step (s) | first / later | sim step (ms) | "
-              "peak RSS (MB) | note |", "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines += [
+        "", "## GPT-style training step (timing-only)", "",
+        "| model | first step (s) | native compile (s) | export (s) | simulation (s) | "
+        "Dynamo/AOT/other (s) | later step (s) | first / later | sim step (ms) | "
+        "peak RSS (MB) | note |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]  # fmt: skip
     for r in steps:
         what = f"{r['layers']} layer(s), vocab {r['vocab']}"
         if "error" in r:
             lines.append(f"| {what} |" + " |" * 9 + f" ERROR: {r['error']} |")
             continue
         lines.append(
-            f"| {what} ({r['params_m']:.1f}M params) | {r['first_s']:.1f} | {r['native_s']:.1f} | "
-            f"{r['export_s']:.1f} | {r['first_sim_s']:.1f} | {r['dynamo_aot_s']:.1f} | "
-            f"{r['later_s']:.2f} | {r['first_s'] / r['later_s']:.0f}x | {r['sim_step_ms']:.1f} | "
-            f"{r['peak_rss_mb']:.0f} | {r['graphs']} graphs compiled |"
+            f"| {what} ({r['params_m']:.1f}M params) | {r['first_s']:.1f} | "
+            f"{r['native_s']:.1f} | {r['export_s']:.1f} | {r['first_sim_s']:.1f} | "
+            f"{r['dynamo_aot_s']:.1f} | {r['later_s']:.2f} | {r['first_s'] / r['later_s']:.1f}x | "
+            f"{r['sim_step_ms']:.1f} | "
+            f"{r['peak_rss_mb']:.0f} | native compile per graph, in order: "
+            + ", ".join(f"{g} {t:.1f} s" for g, t in r["graph_compile_s"].items()) + " |"
         )
     big = next((r for r in matmuls if r.get("n") == 16384 and "error" not in r), None)
     one = next((r for r in steps if r["step"] == "1layer" and "error" not in r), None)

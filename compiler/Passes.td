@@ -87,7 +87,7 @@ def NeuronAssignDmaQueues : Pass<"neuron-assign-dma-queues", "mlir::func::FuncOp
   let description = [{
     In program order, every DMA goes to the next queue round-robin. A transfer of at
     least 16 rows is split by its outer rows into parts of at least 8 rows: outside
-    loops parts of at least 32 KiB, inside loops of at least 8 KiB, since an
+    loops parts of at least 32 KiB, inside loops of at least 2 KiB, since an
     instruction of a loop body runs on the same queue in every iteration.
   }];
 }

@@ -15,9 +15,10 @@ namespace {
 /// per partition approaches a queue's peak; 32 KiB keeps the fixed cost small), and
 /// successive transfers rotate over the queues.
 constexpr int64_t kDmaSplitBytes = 32 * 1024;
-/// Inside a loop the same instruction runs on the same queue in every iteration, so a
-/// transfer is split finer (8 KiB parts) to keep all queues busy.
-constexpr int64_t kLoopDmaSplitBytes = 8 * 1024;
+/// Inside a loop the same instruction runs on the same queue in every iteration, so
+/// successive iterations cannot overlap on other queues: a transfer is split finer (2 KiB
+/// parts) to spread every iteration over all queues.
+constexpr int64_t kLoopDmaSplitBytes = 2 * 1024;
 /// Parts have at least this many outer rows.
 constexpr int64_t kMinRowsPerPart = 8;
 
@@ -35,46 +36,82 @@ nisa::AccessPatternAttr outerRows(nisa::AccessPatternAttr ap, int64_t first, int
                                       ap.getElementType(), ap.getTerms());
 }
 
-struct NeuronAssignDmaQueuesPass : impl::NeuronAssignDmaQueuesBase<NeuronAssignDmaQueuesPass> {
-  int next = 0;
-
-  IntegerAttr nextQueue(OpBuilder &b) {
-    int q = nisa::kQueueDma0 + next;
-    next = (next + 1) % nisa::kNumDmaQueues;
-    return b.getI32IntegerAttr(q);
+/// A range of DMA queues used round-robin.
+struct QueuePool {
+  int first = 0, size = nisa::kNumDmaQueues, next = 0;
+  int take() {
+    int q = nisa::kQueueDma0 + first + next;
+    next = (next + 1) % size;
+    return q;
   }
+};
 
+int64_t bytesOf(nisa::AccessPatternAttr ap) {
+  return ap.getNumElements() * std::max<int64_t>(1, ap.getElementType().getIntOrFloatBitWidth() / 8);
+}
+
+/// Instances of `op` per run: the product of its loops' trip counts.
+int64_t instances(Operation *op) {
+  int64_t n = 1;
+  for (auto loop = op->getParentOfType<nisa::LoopOp>(); loop;
+       loop = loop->getParentOfType<nisa::LoopOp>())
+    n *= loop.getCount();
+  return n;
+}
+
+/// A store (on-chip -> HBM) usually waits for compute of its own iteration; a load
+/// behind it on the same queue could not run ahead into the next iteration.
+bool isStore(Operation *op) {
+  auto copy = dyn_cast<nisa::DmaCopyOp>(op);
+  return copy && copy.getSrc().getSpace() != MemSpace::hbm &&
+         copy.getDst().getSpace() == MemSpace::hbm;
+}
+
+struct NeuronAssignDmaQueuesPass : impl::NeuronAssignDmaQueuesBase<NeuronAssignDmaQueuesPass> {
   void runOnOperation() override {
     SmallVector<Operation *> dmas;
     getOperation().walk([&](Operation *op) {
       if (isa<nisa::DmaCopyOp, nisa::DmaGatherOp>(op))
         dmas.push_back(op);
     });
+    // Inside loops, loads and stores get disjoint queues, sized by the bytes each moves.
+    double loadBytes = 0, storeBytes = 0;
+    for (Operation *op : dmas)
+      if (isa<nisa::LoopOp>(op->getParentOp()))
+        (isStore(op) ? storeBytes : loadBytes) +=
+            double(instances(op)) * bytesOf(nisa::getWrite(op));
+    QueuePool straight, loads, stores;
+    if (loadBytes > 0 && storeBytes > 0) {
+      int n = nisa::kNumDmaQueues;
+      stores.size = std::clamp<int>(std::lround(n * storeBytes / (loadBytes + storeBytes)), 1, n - 1);
+      loads.size = n - stores.size;
+      stores.first = loads.size;
+    }
     OpBuilder b(&getContext());
     for (Operation *op : dmas) {
+      bool inLoop = isa<nisa::LoopOp>(op->getParentOp());
+      QueuePool &pool = !inLoop ? straight : isStore(op) ? stores : loads;
       auto copy = dyn_cast<nisa::DmaCopyOp>(op);
       if (!copy) {
-        op->setAttr("queue", nextQueue(b));
+        op->setAttr("queue", b.getI32IntegerAttr(pool.take()));
         continue;
       }
       nisa::AccessPatternAttr src = copy.getSrc(), dst = copy.getDst();
-      bool inLoop = isa<nisa::LoopOp>(op->getParentOp());
-      int64_t bytes = src.getNumElements() *
-                      std::max<int64_t>(1, src.getElementType().getIntOrFloatBitWidth() / 8);
       int64_t rows = src.getSize(0);
       int64_t parts = std::min<int64_t>(
-          {nisa::kNumDmaQueues, bytes / (inLoop ? kLoopDmaSplitBytes : kDmaSplitBytes),
+          {pool.size, bytesOf(src) / (inLoop ? kLoopDmaSplitBytes : kDmaSplitBytes),
            rows / kMinRowsPerPart});
       if (parts < 2 || dst.getSize(0) != rows) {
-        op->setAttr("queue", nextQueue(b));
+        op->setAttr("queue", b.getI32IntegerAttr(pool.take()));
         continue;
       }
       b.setInsertionPoint(op);
       int64_t per = (rows + parts - 1) / parts;
       for (int64_t first = 0; first < rows; first += per) {
         int64_t count = std::min(per, rows - first);
-        b.create<nisa::DmaCopyOp>(op->getLoc(), nextQueue(b), outerRows(dst, first, count),
-                                  outerRows(src, first, count), nullptr, nullptr);
+        b.create<nisa::DmaCopyOp>(op->getLoc(), b.getI32IntegerAttr(pool.take()),
+                                  outerRows(dst, first, count), outerRows(src, first, count),
+                                  nullptr, nullptr);
       }
       op->erase();
     }

@@ -5,8 +5,8 @@
 #include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
 #include "compiler/SourceHash.h"
-#include "runtime/Serialize.h"
-#include "runtime/Target.h"
+#include "runtime/program/Serialize.h"
+#include "runtime/program/Target.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"

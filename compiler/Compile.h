@@ -1,7 +1,7 @@
 // The compiler's entry point: graph file (JSON) -> Program, through the one pipeline.
 #pragma once
 
-#include "runtime/Program.h"
+#include "runtime/program/Program.h"
 
 #include <string>
 #include <vector>

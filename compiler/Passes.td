@@ -9,14 +9,14 @@ include "mlir/Pass/PassBase.td"
 //===----------------------------------------------------------------------===//
 
 def ConvertNTileToNIsa : Pass<"convert-ntile-to-nisa", "mlir::ModuleOp"> {
-  let summary = "Allocate SBUF/PSUM, number HBM buffers and emit one nisa instruction per tile op";
+  let summary = "Number HBM buffers and emit one nisa instruction per tile op";
   let description = [{
-    SBUF tiles get a byte range of every partition from a next-fit ring allocator
-    (live from their allocation to their last use; a tile of a loop body until the
-    loop ends, times its `buffers` copies, which rotate with the iterations), PSUM
-    tiles a bank; running out of either is an error naming the op. `ntile.loop`
-    becomes `nisa.loop`. DMAs go to the first DMA queue: neuron-assign-dma-queues
-    spreads them, neuron-insert-semaphores orders them.
+    A dialect conversion (one OpConversionPattern per ntile op). HBM buffers become
+    numbered `nisa.buffer` declarations (arguments, then allocations and constants);
+    tiles sit at their `ntile.address` (neuron-allocate-tiles), rotating over their
+    `ntile.buffers` copies with the iterations of their loop; views add their column
+    offset; `ntile.loop` becomes `nisa.loop`. DMAs go to the first DMA queue:
+    neuron-assign-dma-queues spreads them, neuron-insert-semaphores orders them.
   }];
   let options = [Option<"target", "target", "std::string", "\"trn2\"", "target name">];
   let dependentDialects = ["::neuron::nisa::NIsaDialect"];
@@ -49,6 +49,18 @@ def NeuronFuseElementwise : Pass<"neuron-fuse-elementwise", "mlir::func::FuncOp"
   let dependentDialects = ["::neuron::ntorch::NTorchDialect"];
 }
 
+def NeuronFuseMatmulEpilogue : Pass<"neuron-fuse-matmul-epilogue", "mlir::func::FuncOp"> {
+  let summary = "Run a fusion that consumes a matmul's result on each of its PSUM tiles";
+  let description = [{
+    When a matmul's only user is an ntorch.fusion over the matmul's shape whose other
+    operands exist before the matmul (and whose row reductions fit one PSUM tile),
+    the fusion gets the `ntorch.matmul_epilogue` attribute: the lowering then applies
+    it to every PSUM result tile (bias, activation, softmax rows) instead of storing
+    the matmul's result to HBM and loading it back.
+  }];
+  let options = [Option<"target", "target", "std::string", "\"trn2\"", "target name">];
+}
+
 //===----------------------------------------------------------------------===//
 // ntile transforms
 //===----------------------------------------------------------------------===//
@@ -65,12 +77,24 @@ def NeuronHoistInvariantLoads : Pass<"neuron-hoist-invariant-loads", "mlir::func
   }];
 }
 
+def NeuronAllocateTiles : Pass<"neuron-allocate-tiles", "mlir::func::FuncOp"> {
+  let summary = "Give every SBUF/PSUM tile a byte offset in every partition";
+  let description = [{
+    A next-fit ring allocator over each memory, in program order: a tile lives from
+    its allocation to its last use; a use inside a loop lasts until the loop ends,
+    and a tile allocated in a loop body holds its `ntile.buffers` copies until its
+    loop ends. PSUM tiles take whole banks. The offset becomes `ntile.address` on the
+    `memref.alloc`; running out of memory is an error naming the tile.
+  }];
+  let options = [Option<"target", "target", "std::string", "\"trn2\"", "target name">];
+}
+
 def NeuronMultiBuffer : Pass<"neuron-multi-buffer", "mlir::func::FuncOp"> {
   let summary = "Decide how many buffers each tile allocated in a loop body rotates over";
   let description = [{
     A tile allocated in an `ntile.loop` body is rewritten by every iteration; with
     one buffer the next iteration's writer waits for this iteration's readers. This
-    pass sets `buffers = N` on such allocations (SBUF up to 4, PSUM up to 2, never
+    pass sets `ntile.buffers = N` on such allocations (SBUF up to 4, PSUM up to 2, never
     more than the loop's trip count), shrinking N while the tiles of one loop body
     would take more than a quarter of SBUF or half of PSUM.
     convert-ntile-to-nisa gives the tile N copies that rotate with the iterations.

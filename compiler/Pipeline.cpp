@@ -9,10 +9,12 @@ using namespace mlir;
 
 namespace neuron::compiler {
 
-static void buildNTorchStage(OpPassManager &pm, const PipelineOptions &) {
+static void buildNTorchStage(OpPassManager &pm, const PipelineOptions &options) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addNestedPass<func::FuncOp>(createNeuronFuseElementwise());
+  pm.addNestedPass<func::FuncOp>(
+      createNeuronFuseMatmulEpilogue(NeuronFuseMatmulEpilogueOptions{options.target}));
 }
 
 static void buildNTileStage(OpPassManager &pm, const PipelineOptions &options) {
@@ -20,6 +22,8 @@ static void buildNTileStage(OpPassManager &pm, const PipelineOptions &options) {
   pm.addPass(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createNeuronHoistInvariantLoads());
   pm.addNestedPass<func::FuncOp>(createNeuronMultiBuffer(NeuronMultiBufferOptions{options.target}));
+  pm.addNestedPass<func::FuncOp>(
+      createNeuronAllocateTiles(NeuronAllocateTilesOptions{options.target}));
 }
 
 static void buildNIsaStage(OpPassManager &pm, const PipelineOptions &options) {

@@ -105,9 +105,11 @@ uint32_t Exporter::origin(Location loc) {
 
 LogicalResult Exporter::instruction(Operation *op) {
   rt::Instruction inst;
-  inst.queue = nisa::getQueue(op);
+  auto instruction = cast<nisa::InstructionOpInterface>(op);
+  inst.opcode = instruction.getOpcode();
+  inst.queue = instruction.getQueueId();
   inst.origin = origin(op->getLoc());
-  FailureOr<rt::AccessPattern> dst = pattern(op, nisa::getWrite(op));
+  FailureOr<rt::AccessPattern> dst = pattern(op, instruction.getWritePattern());
   if (failed(dst))
     return failure();
   inst.dst = *dst;
@@ -126,18 +128,15 @@ LogicalResult Exporter::instruction(Operation *op) {
   LogicalResult ok =
       llvm::TypeSwitch<Operation *, LogicalResult>(op)
           .Case([&](nisa::DmaCopyOp o) {
-            inst.opcode = rt::Opcode::DmaCopy;
             return src(o.getSrc());
           })
           .Case([&](nisa::MatmulOp o) {
-            inst.opcode = rt::Opcode::Matmul;
             inst.accumulate = o.getAccumulate();
             program.flops += iterations * 2 * o.getStationary().getSize(0) *
                              o.getStationary().getFreeSize() * o.getMoving().getFreeSize();
             return success(succeeded(src(o.getStationary())) && succeeded(src(o.getMoving())));
           })
           .Case([&](nisa::ActivationOp o) -> LogicalResult {
-            inst.opcode = rt::Opcode::Activation;
             if (!rt::parseActFunc(stringifyActFunc(o.getFn()).str(), inst.func))
               return o.emitOpError("function has no program encoding");
             inst.imm[0] = o.getScale().convertToDouble();
@@ -145,34 +144,28 @@ LogicalResult Exporter::instruction(Operation *op) {
             return src(o.getSrc());
           })
           .Case([&](nisa::TensorTensorOp o) {
-            inst.opcode = rt::Opcode::TensorTensor;
             inst.alu = alu(o.getOp());
             return success(succeeded(src(o.getLhs())) && succeeded(src(o.getRhs())));
           })
           .Case([&](nisa::TensorScalarOp o) {
-            inst.opcode = rt::Opcode::TensorScalar;
             inst.alu = alu(o.getOp());
             inst.imm[0] = o.getScalar().convertToDouble();
             inst.reverse = o.getReverse();
             return src(o.getSrc());
           })
           .Case([&](nisa::TensorReduceOp o) {
-            inst.opcode = rt::Opcode::TensorReduce;
             inst.alu = alu(o.getOp());
             inst.axes = o.getSrc().getRank() - 1;
             return src(o.getSrc());
           })
           .Case([&](nisa::SelectOp o) {
-            inst.opcode = rt::Opcode::Select;
             return success(succeeded(src(o.getCondition())) && succeeded(src(o.getOnTrue())) &&
                            succeeded(src(o.getOnFalse())));
           })
           .Case([&](nisa::DmaGatherOp o) {
-            inst.opcode = rt::Opcode::DmaGather;
             return success(succeeded(src(o.getTable())) && succeeded(src(o.getIndices())));
           })
           .Case([&](nisa::TensorCopyOp o) {
-            inst.opcode = rt::Opcode::TensorCopy;
             return src(o.getSrc());
           })
           .Default([](Operation *op) { return op->emitOpError("has no program encoding"); });
@@ -222,7 +215,7 @@ LogicalResult Exporter::block(Block &body) {
       if (auto value = buf.getValue())
         decl.data = elementBytes(*value, *dtype);
       program.buffers.push_back(std::move(decl));
-    } else if (nisa::isInstruction(&op)) {
+    } else if (isa<nisa::InstructionOpInterface>(op)) {
       if (failed(instruction(&op)))
         return failure();
     }

@@ -1,7 +1,7 @@
 // nisa -> runtime::Program: the serialization of instructions the simulator runs.
 #pragma once
 
-#include "runtime/Program.h"
+#include "runtime/program/Program.h"
 
 #include "mlir/IR/BuiltinOps.h"
 

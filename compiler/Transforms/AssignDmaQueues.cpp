@@ -79,7 +79,7 @@ struct NeuronAssignDmaQueuesPass : impl::NeuronAssignDmaQueuesBase<NeuronAssignD
     for (Operation *op : dmas)
       if (isa<nisa::LoopOp>(op->getParentOp()))
         (isStore(op) ? storeBytes : loadBytes) +=
-            double(instances(op)) * bytesOf(nisa::getWrite(op));
+            double(instances(op)) * bytesOf(cast<nisa::InstructionOpInterface>(op).getWritePattern());
     QueuePool straight, loads, stores;
     if (loadBytes > 0 && storeBytes > 0) {
       int n = nisa::kNumDmaQueues;

@@ -76,7 +76,7 @@ public:
 
 private:
   void visitBlock(Block &block, bool setWaits);
-  void visitInstruction(Operation *op, bool setWaits);
+  void visitInstruction(nisa::InstructionOpInterface op, bool setWaits);
   Access describe(Operation *op, nisa::AccessPatternAttr ap, bool write, int q);
   SmallVector<MemoryKey> keysOf(const Access &a) const;
   std::optional<int64_t> distance(const Access &x, const Access &a, int level) const;
@@ -102,8 +102,8 @@ void instancesPerQueue(Block &block, int64_t scale, int64_t (&out)[nisa::kNumQue
   for (Operation &op : block) {
     if (auto loop = dyn_cast<nisa::LoopOp>(op))
       instancesPerQueue(loop.getBody().front(), scale * loop.getCount(), out);
-    else if (nisa::isInstruction(&op))
-      out[nisa::getQueue(&op)] += scale;
+    else if (auto inst = dyn_cast<nisa::InstructionOpInterface>(op))
+      out[inst.getQueueId()] += scale;
   }
 }
 
@@ -111,8 +111,8 @@ void SemaphoreInserter::visitBlock(Block &block, bool setWaits) {
   for (Operation &op : block) {
     auto loop = dyn_cast<nisa::LoopOp>(op);
     if (!loop) {
-      if (nisa::isInstruction(&op))
-        visitInstruction(&op, setWaits);
+      if (auto inst = dyn_cast<nisa::InstructionOpInterface>(op))
+        visitInstruction(inst, setWaits);
       continue;
     }
     Block &body = loop.getBody().front();
@@ -324,8 +324,8 @@ void SemaphoreInserter::addWait(int queue, const Count &c) {
   waits.push_back({queue, c});
 }
 
-void SemaphoreInserter::visitInstruction(Operation *op, bool setWaits) {
-  int q = nisa::getQueue(op);
+void SemaphoreInserter::visitInstruction(nisa::InstructionOpInterface op, bool setWaits) {
+  int q = op.getQueueId();
   counts[q].base += 1;
   waits.clear();
 
@@ -361,7 +361,7 @@ void SemaphoreInserter::visitInstruction(Operation *op, bool setWaits) {
   };
 
   std::vector<std::pair<MemoryKey, Access>> added;
-  for (nisa::AccessPatternAttr ap : nisa::getReads(op)) {
+  for (nisa::AccessPatternAttr ap : op.getReadPatterns()) {
     Access x = describe(op, ap, false, q);
     for (const MemoryKey &key : keysOf(x)) {
       for (const Access &a : history[key])
@@ -370,7 +370,7 @@ void SemaphoreInserter::visitInstruction(Operation *op, bool setWaits) {
       added.push_back({key, x});
     }
   }
-  Access w = describe(op, nisa::getWrite(op), true, q);
+  Access w = describe(op, op.getWritePattern(), true, q);
   for (const MemoryKey &key : keysOf(w)) {
     std::vector<Access> &list = history[key];
     for (const Access &a : list)

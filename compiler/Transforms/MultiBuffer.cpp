@@ -1,7 +1,7 @@
 // The neuron-multi-buffer pass: how many rotating copies each loop-body tile gets.
 #include "compiler/Passes.h"
 #include "dialects/NTile/IR/NTileOps.h"
-#include "runtime/Target.h"
+#include "runtime/program/Target.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -46,7 +46,8 @@ struct NeuronMultiBufferPass : impl::NeuronMultiBufferBase<NeuronMultiBufferPass
           --n;
         for (memref::AllocOp alloc : allocs)
           if (n > 1)
-            alloc->setAttr("buffers", IntegerAttr::get(IntegerType::get(&getContext(), 64), n));
+            alloc->setAttr(ntile::kBuffersAttr,
+                           IntegerAttr::get(IntegerType::get(&getContext(), 64), n));
       }
     });
   }

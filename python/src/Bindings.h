@@ -1,7 +1,7 @@
 // Declarations shared by the binding files of the neuronsim._C extension module.
 #pragma once
 
-#include "runtime/Simulator.h"
+#include "runtime/simulator/Simulator.h"
 
 #include <pybind11/pybind11.h>
 

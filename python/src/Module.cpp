@@ -3,9 +3,9 @@
 
 #include "compiler/Compile.h"
 #include "compiler/Import/GraphImporter.h"
-#include "runtime/Serialize.h"
-#include "runtime/Simulator.h"
-#include "runtime/Target.h"
+#include "runtime/program/Serialize.h"
+#include "runtime/program/Target.h"
+#include "runtime/simulator/Simulator.h"
 
 #include <nlohmann/json.hpp>
 #include <pybind11/stl.h>

@@ -2,8 +2,8 @@
 #include "Bindings.h"
 #include "TorchBridge.h"
 
-#include "runtime/Program.h"
-#include "runtime/Serialize.h"
+#include "runtime/program/Program.h"
+#include "runtime/program/Serialize.h"
 
 #include <pybind11/stl.h>
 

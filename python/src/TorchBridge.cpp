@@ -1,8 +1,8 @@
 // DLPack capsules <-> libtorch tensors <-> simulator buffers (the only libtorch user).
 #include "TorchBridge.h"
 
-#include "runtime/Target.h"
-#include "runtime/Trace.h"
+#include "runtime/program/Target.h"
+#include "runtime/simulator/Trace.h"
 
 #include <ATen/DLConvertor.h>
 #include <ATen/ops/empty.h>

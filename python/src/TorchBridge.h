@@ -3,8 +3,8 @@
 // TorchBridge.cpp is the only file that includes libtorch headers (they are slow to compile).
 #pragma once
 
-#include "runtime/Program.h"
-#include "runtime/Simulator.h"
+#include "runtime/program/Program.h"
+#include "runtime/simulator/Simulator.h"
 
 #include <pybind11/pybind11.h>
 

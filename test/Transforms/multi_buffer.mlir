@@ -10,15 +10,15 @@ func.func @buffers(%x: memref<1024x512xf32, #ntile.mem<hbm>>) {
   // CHECK: memref.alloc() : memref<128x512xf32, #ntile.mem<sbuf>>
   %resident = memref.alloc() : memref<128x512xf32, #ntile.mem<sbuf>>
   ntile.loop iv0 to 8 {
-    // CHECK: memref.alloc() {buffers = 4 : i64} : memref<128x512xf32, #ntile.mem<sbuf>>
+    // CHECK: memref.alloc() {ntile.buffers = 4 : i64} : memref<128x512xf32, #ntile.mem<sbuf>>
     %t = memref.alloc() : memref<128x512xf32, #ntile.mem<sbuf>>
-    // CHECK: memref.alloc() {buffers = 2 : i64} : memref<128x512xf32, #ntile.mem<psum>>
+    // CHECK: memref.alloc() {ntile.buffers = 2 : i64} : memref<128x512xf32, #ntile.mem<psum>>
     %p = memref.alloc() : memref<128x512xf32, #ntile.mem<psum>>
     ntile.loop iv1 to 3 {
       // Two tiles of 9 KiB: three copies of both take 54 KiB, which fits trn2's budget
       // but not trn1's.
-      // CHECK: memref.alloc() {buffers = 3 : i64} : memref<128x2304xf32, #ntile.mem<sbuf>>
-      // TRN1: memref.alloc() {buffers = 2 : i64} : memref<128x2304xf32, #ntile.mem<sbuf>>
+      // CHECK: memref.alloc() {ntile.buffers = 3 : i64} : memref<128x2304xf32, #ntile.mem<sbuf>>
+      // TRN1: memref.alloc() {ntile.buffers = 2 : i64} : memref<128x2304xf32, #ntile.mem<sbuf>>
       %a = memref.alloc() : memref<128x2304xf32, #ntile.mem<sbuf>>
       %b = memref.alloc() : memref<128x2304xf32, #ntile.mem<sbuf>>
     }

@@ -1,7 +1,7 @@
 // Helpers that build small Programs by hand for the runtime tests.
 #pragma once
 
-#include "runtime/Program.h"
+#include "runtime/program/Program.h"
 
 #include <algorithm>
 #include <cstdint>

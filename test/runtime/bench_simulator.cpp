@@ -22,9 +22,9 @@
 //    tiled as the compiler tiles them (DMA in, one Scalar/Vector instruction
 //    per tile of 128 rows x 8 KiB, DMA out; SBUF handed out as a ring).
 // Results are checked against references (max error printed).
-#include "runtime/Kernels.h"
-#include "runtime/Numerics.h"
-#include "runtime/Simulator.h"
+#include "runtime/simulator/Simulator.h"
+#include "runtime/simulator/functional/Kernels.h"
+#include "runtime/simulator/functional/Numerics.h"
 
 #include "ProgramBuilder.h"
 

@@ -1,5 +1,5 @@
 // Tests of the cost formulas (HARDWARE.md) as the cost model computes them.
-#include "runtime/CostModel.h"
+#include "runtime/simulator/timing/CostModel.h"
 
 #include "ProgramBuilder.h"
 

@@ -1,8 +1,8 @@
 // The cost model against HARDWARE.md for every target (trn1, trn2, trn3):
 // formulas at each engine's own clock, peaks, DMA and HBM, NC-v2 ports, and
 // end-to-end simulations that reproduce the documented and measured points.
-#include "runtime/CostModel.h"
-#include "runtime/Simulator.h"
+#include "runtime/simulator/Simulator.h"
+#include "runtime/simulator/timing/CostModel.h"
 
 #include "ProgramBuilder.h"
 

@@ -1,10 +1,10 @@
 // Tests of the functional simulator's fast kernels (Kernels.h, VecMath.h) and
 // of the fast paths in Execute.cpp / StridedView.h / Memory.cpp that use them.
-#include "runtime/ElementOps.h"
-#include "runtime/Execute.h"
-#include "runtime/Kernels.h"
-#include "runtime/Numerics.h"
-#include "runtime/Simulator.h"
+#include "runtime/simulator/Simulator.h"
+#include "runtime/simulator/functional/ElementOps.h"
+#include "runtime/simulator/functional/Execute.h"
+#include "runtime/simulator/functional/Kernels.h"
+#include "runtime/simulator/functional/Numerics.h"
 
 #include "ProgramBuilder.h"
 

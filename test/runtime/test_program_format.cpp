@@ -1,6 +1,6 @@
 // Tests of the program-format enums: names, parsers, sizes, queues, element
 // counts.
-#include "runtime/Program.h"
+#include "runtime/program/Program.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,9 +1,9 @@
 // Tests of Select, DmaGather, broadcast ([P, 1] read with free stride 0)
 // operands of every compute instruction, and row reductions into [P, 1].
-#include "runtime/CostModel.h"
-#include "runtime/Numerics.h"
-#include "runtime/Serialize.h"
-#include "runtime/Simulator.h"
+#include "runtime/program/Serialize.h"
+#include "runtime/simulator/Simulator.h"
+#include "runtime/simulator/functional/Numerics.h"
+#include "runtime/simulator/timing/CostModel.h"
 
 #include "ProgramBuilder.h"
 

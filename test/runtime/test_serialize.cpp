@@ -1,6 +1,6 @@
 // Tests of the JSON / CBOR program encodings: round trips and rejection of bad
 // input.
-#include "runtime/Serialize.h"
+#include "runtime/program/Serialize.h"
 
 #include "ProgramBuilder.h"
 

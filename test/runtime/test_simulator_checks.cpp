@@ -1,6 +1,6 @@
 // Tests of the simulator's legality checks: capacity, partition rules, engines,
 // bounds.
-#include "runtime/Simulator.h"
+#include "runtime/simulator/Simulator.h"
 
 #include "ProgramBuilder.h"
 

@@ -1,8 +1,8 @@
 // Tests of counted loops in the simulator: a looped program runs exactly like
 // its unrolled equivalent (results, timing, stats, timeline); checks and
 // deadlocks inside loops.
-#include "runtime/Simulator.h"
-#include "runtime/Trace.h"
+#include "runtime/simulator/Simulator.h"
+#include "runtime/simulator/Trace.h"
 
 #include "ProgramBuilder.h"
 

@@ -1,7 +1,7 @@
 // Tests of the simulator's functional results: conversions, matmul, engines'
 // element ops.
-#include "runtime/Numerics.h"
-#include "runtime/Simulator.h"
+#include "runtime/simulator/Simulator.h"
+#include "runtime/simulator/functional/Numerics.h"
 
 #include "ProgramBuilder.h"
 

@@ -1,6 +1,6 @@
 // Tests of the simulator's timing model: queues, semaphores, DMA, HBM, ports,
 // stats.
-#include "runtime/Simulator.h"
+#include "runtime/simulator/Simulator.h"
 
 #include "ProgramBuilder.h"
 

@@ -1,6 +1,6 @@
 // Tests of the target descriptions: lookup and the numbers taken from
 // HARDWARE.md.
-#include "runtime/Target.h"
+#include "runtime/program/Target.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,7 +1,7 @@
 // Tests of the trace writer (Chrome trace-event / Perfetto JSON) and of the
 // report fields of RunStats (mfu, roofline, utilization).
-#include "runtime/Simulator.h"
-#include "runtime/Trace.h"
+#include "runtime/simulator/Simulator.h"
+#include "runtime/simulator/Trace.h"
 
 #include "ProgramBuilder.h"
 

@@ -1,16 +1,18 @@
-// The convert-ntile-to-nisa pass: physical addresses for every buffer, one instruction per
-// tile op (DMAs on the first DMA queue until neuron-assign-dma-queues), ntile.loop -> nisa.loop. A tile allocated in a loop body keeps its address in
-// every iteration, or rotates over the `buffers` copies the multi-buffering pass gave it.
-#include "compiler/Conversion/NTileToNIsa/TileAllocator.h"
+// The convert-ntile-to-nisa pass: one nisa instruction per ntile op, on physical addresses.
+//
+// HBM buffers (arguments, allocations, constants) become numbered nisa.buffer declarations;
+// SBUF/PSUM tiles sit at the byte offset neuron-allocate-tiles gave them, rotating over their
+// `ntile.buffers` copies with the iterations of their loop; ntile.loop becomes nisa.loop.
+// DMAs go to the first DMA queue until neuron-assign-dma-queues spreads them.
 #include "compiler/Passes.h"
 #include "dialects/Common/LoopTerms.h"
 #include "dialects/NIsa/IR/NIsaOps.h"
 #include "dialects/NTile/IR/NTileOps.h"
-#include "runtime/Target.h"
+#include "runtime/program/Target.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "llvm/ADT/TypeSwitch.h"
+#include "mlir/Transforms/DialectConversion.h"
 
 using namespace mlir;
 using neuron::ntile::MemSpace;
@@ -21,13 +23,36 @@ namespace neuron::compiler {
 
 namespace {
 
-/// Alignment of SBUF ranges, in bytes.
-constexpr int64_t kSbufAlignment = 64;
+MemRefType memrefType(Value v) { return cast<MemRefType>(v.getType()); }
 
-/// Where a tile lives in every partition: a byte offset plus loop terms (in bytes).
-struct TileAddress {
-  int64_t bytes = 0;
-  SmallVector<int64_t> terms;
+/// What the patterns share: HBM buffer ids and how to address a tile.
+class PhysicalMemory {
+public:
+  PhysicalMemory(MLIRContext *ctx, const runtime::Target &target) : ctx(ctx), target(target) {}
+
+  /// Declares every HBM buffer of `func` at the start of its body, numbered in order:
+  /// arguments, then allocations and constants.
+  LogicalResult declareBuffers(func::FuncOp func);
+
+  /// The physical form of `ap` on `buffer` (HBM, or a tile or view of one).
+  nisa::AccessPatternAttr physical(Value buffer, ntile::AccessPatternAttr ap) const;
+  /// All of a tile, partitions first.
+  nisa::AccessPatternAttr wholeTile(Value tile) const;
+  /// A compute operand: a [P, 1] tile broadcasts along `target`'s free dimension.
+  nisa::AccessPatternAttr operandTile(Value tile, Value target) const;
+  /// The table of a gather: row 0 of the HBM buffer, `columns` from `column`.
+  nisa::AccessPatternAttr gatherTable(Value table, int64_t column, int64_t columns) const;
+
+private:
+  /// Byte offset in every partition and loop terms (bytes) of a tile or view.
+  std::pair<int64_t, SmallVector<int64_t>> tileAddress(Value tile) const;
+  nisa::AccessPatternAttr tilePattern(Value tile, int64_t partition, int64_t column,
+                                      ArrayRef<int64_t> columnTerms, ArrayRef<int64_t> dims) const;
+  uint32_t hbmBuffer(Value v) const;
+
+  MLIRContext *ctx;
+  const runtime::Target &target;
+  DenseMap<Value, uint32_t> hbmBuffers;
 };
 
 /// `terms` with every coefficient multiplied by `scale`, appended to `out`.
@@ -36,84 +61,99 @@ void appendScaled(SmallVectorImpl<int64_t> &out, ArrayRef<int64_t> terms, int64_
     out.append({t.level, t.coef * scale, t.modulus});
 }
 
-class FuncLowering {
-public:
-  FuncLowering(func::FuncOp func, const runtime::Target &target)
-      : func(func), target(target), b(func),
-        sbuf(target.sbufBytesPerPartition, kSbufAlignment),
-        psum(target.psumBytesPerPartition, target.psumBankBytes) {}
-
-  LogicalResult run();
-
-private:
-  LogicalResult lower(Operation *op);
-  LogicalResult lowerBlock(Block &block);
-  void computeLiveness(Block &block);
-  LogicalResult allocate(memref::AllocOp alloc);
-  nisa::AccessPatternAttr tilePattern(Value tile, int64_t partition, int64_t column,
-                                      ArrayRef<int64_t> columnTerms, ArrayRef<int64_t> dims);
-  void declareBuffer(Value v, nisa::BufferKind kind, int32_t index, ElementsAttr value = {});
-
-  nisa::AccessPatternAttr physical(Value buffer, ntile::AccessPatternAttr ap);
-  nisa::AccessPatternAttr wholeTile(Value tile);
-  nisa::AccessPatternAttr operandTile(Value tile, Value target);
-  IntegerAttr queue(int q) { return b.getI32IntegerAttr(q); }
-  UnitAttr unit(bool set) { return set ? b.getUnitAttr() : nullptr; }
-  /// DMAs go to the first DMA queue; neuron-assign-dma-queues spreads them.
-  IntegerAttr dmaQueue() { return queue(nisa::kQueueDma0); }
-  MLIRContext *ctx() { return b.getContext(); }
-
-  func::FuncOp func;
-  const runtime::Target &target;
-  OpBuilder b;
-  TileAllocator sbuf, psum;
-  DenseMap<Value, int64_t> lastUse;     // index of the last op (loop end) using a value
-  DenseMap<Operation *, int64_t> order; // pre-order index of every op
-  int64_t numOps = 0;
-  DenseMap<Value, uint32_t> hbmBuffer;  // HBM memref -> buffer id
-  DenseMap<Value, TileAddress> tileAddress; // SBUF/PSUM memref or view -> address
-  uint32_t nextBufferId = 0;
-};
-
-MemRefType memrefType(Value v) { return cast<MemRefType>(v.getType()); }
-
-void FuncLowering::declareBuffer(Value v, nisa::BufferKind kind, int32_t index,
-                                 ElementsAttr value) {
-  MemRefType t = memrefType(v);
-  uint32_t id = nextBufferId++;
-  b.create<nisa::BufferOp>(v.getLoc(), id, kind, index,
-                           RankedTensorType::get(t.getShape(), t.getElementType()), value);
-  hbmBuffer[v] = id;
+LogicalResult PhysicalMemory::declareBuffers(func::FuncOp func) {
+  Block &body = func.getBody().front();
+  OpBuilder b = OpBuilder::atBlockBegin(&body);
+  uint32_t next = 0;
+  auto declare = [&](Value v, nisa::BufferKind kind, int32_t index, ElementsAttr value) {
+    MemRefType t = memrefType(v);
+    b.create<nisa::BufferOp>(v.getLoc(), next, kind, index,
+                             RankedTensorType::get(t.getShape(), t.getElementType()), value);
+    hbmBuffers[v] = next++;
+  };
+  for (BlockArgument arg : func.getArguments()) {
+    if (auto in = func.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(), "ntile.input"))
+      declare(arg, nisa::BufferKind::input, in.getInt(), {});
+    else if (auto out = func.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(), "ntile.output"))
+      declare(arg, nisa::BufferKind::output, out.getInt(), {});
+    else
+      return func.emitError("argument ") << arg.getArgNumber()
+                                         << " is neither an ntile.input nor an ntile.output";
+  }
+  WalkResult result = body.walk([&](Operation *op) {
+    if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
+      if (ntile::getMemSpace(alloc.getType()) != MemSpace::hbm) {
+        if (!alloc->hasAttr(ntile::kAddressAttr)) {
+          alloc.emitError("tile has no address: run neuron-allocate-tiles first");
+          return WalkResult::interrupt();
+        }
+        return WalkResult::advance();
+      }
+      if (!enclosingLoopCounts(alloc).empty()) {
+        alloc.emitError("HBM buffers are allocated outside loops");
+        return WalkResult::interrupt();
+      }
+      declare(alloc, nisa::BufferKind::internal, -1, {});
+    } else if (auto constant = dyn_cast<ntile::ConstantOp>(op)) {
+      declare(constant, nisa::BufferKind::constant, -1, constant.getValue());
+    }
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
 }
 
-nisa::AccessPatternAttr FuncLowering::tilePattern(Value tile, int64_t partition, int64_t column,
-                                                  ArrayRef<int64_t> columnTerms,
-                                                  ArrayRef<int64_t> dims) {
+uint32_t PhysicalMemory::hbmBuffer(Value v) const {
+  while (auto r = v.getDefiningOp<ntile::ReinterpretOp>())
+    v = r.getSource();
+  return hbmBuffers.lookup(v);
+}
+
+std::pair<int64_t, SmallVector<int64_t>> PhysicalMemory::tileAddress(Value tile) const {
+  if (auto view = tile.getDefiningOp<ntile::ViewOp>()) {
+    auto [bytes, terms] = tileAddress(view.getSource());
+    int64_t elementBytes = ntile::getElementBytes(memrefType(tile).getElementType());
+    appendScaled(terms, view.getAp().getTerms(), elementBytes);
+    return {bytes + view.getAp().getOffset() * elementBytes, terms};
+  }
+  auto alloc = tile.getDefiningOp<memref::AllocOp>();
+  int64_t bytes = alloc->getAttrOfType<IntegerAttr>(ntile::kAddressAttr).getInt();
+  SmallVector<int64_t> terms;
+  if (int64_t buffers = ntile::getBufferCount(alloc); buffers > 1)
+    terms = {(int64_t)enclosingLoopCounts(alloc).size() - 1,
+             ntile::getBufferStride(alloc.getType(), target.psumBankBytes), buffers};
+  return {bytes, terms};
+}
+
+nisa::AccessPatternAttr PhysicalMemory::tilePattern(Value tile, int64_t partition, int64_t column,
+                                                    ArrayRef<int64_t> columnTerms,
+                                                    ArrayRef<int64_t> dims) const {
   MemRefType t = memrefType(tile);
   int64_t elementBytes = ntile::getElementBytes(t.getElementType());
-  const TileAddress &address = tileAddress.find(tile)->second;
-  SmallVector<int64_t> terms(address.terms);
+  auto [bytes, terms] = tileAddress(tile);
   appendScaled(terms, columnTerms, elementBytes);
-  return nisa::AccessPatternAttr::get(b.getContext(), *ntile::getMemSpace(t), partition,
-                                      address.bytes + column * elementBytes, dims,
-                                      t.getElementType(), terms);
+  return nisa::AccessPatternAttr::get(ctx, *ntile::getMemSpace(t), partition,
+                                      bytes + column * elementBytes, dims, t.getElementType(),
+                                      terms);
 }
 
-nisa::AccessPatternAttr FuncLowering::physical(Value buffer, ntile::AccessPatternAttr ap) {
+nisa::AccessPatternAttr PhysicalMemory::physical(Value buffer, ntile::AccessPatternAttr ap) const {
   MemRefType t = memrefType(buffer);
-  MemSpace space = *ntile::getMemSpace(t);
   SmallVector<int64_t> dims(ap.getDims());
-  if (space == MemSpace::hbm)
-    return nisa::AccessPatternAttr::get(b.getContext(), space, hbmBuffer.lookup(buffer),
-                                        ap.getOffset(), dims, t.getElementType(),
-                                        ap.getTerms());
+  if (*ntile::getMemSpace(t) == MemSpace::hbm)
+    return nisa::AccessPatternAttr::get(ctx, MemSpace::hbm, hbmBuffer(buffer), ap.getOffset(),
+                                        dims, t.getElementType(), ap.getTerms());
   // Tiles are [partitions, free]: element offsets in whole rows select partitions.
   int64_t free = t.getDimSize(1);
   dims[0] = ap.getSize(0) > 1 ? ap.getStride(0) / free : 1;
   return tilePattern(buffer, ap.getOffset() / free, ap.getOffset() % free, ap.getTerms(), dims);
 }
 
-nisa::AccessPatternAttr FuncLowering::operandTile(Value tile, Value target) {
+nisa::AccessPatternAttr PhysicalMemory::wholeTile(Value tile) const {
+  MemRefType t = memrefType(tile);
+  return tilePattern(tile, 0, 0, {}, {1, t.getDimSize(0), 1, t.getDimSize(1)});
+}
+
+nisa::AccessPatternAttr PhysicalMemory::operandTile(Value tile, Value target) const {
   MemRefType t = memrefType(tile);
   int64_t free = memrefType(target).getDimSize(1);
   if (t.getDimSize(1) != 1 || free == 1)
@@ -122,205 +162,156 @@ nisa::AccessPatternAttr FuncLowering::operandTile(Value tile, Value target) {
   return tilePattern(tile, 0, 0, {}, {1, t.getDimSize(0), 0, free});
 }
 
-nisa::AccessPatternAttr FuncLowering::wholeTile(Value tile) {
-  MemRefType t = memrefType(tile);
-  return tilePattern(tile, 0, 0, {}, {1, t.getDimSize(0), 1, t.getDimSize(1)});
+nisa::AccessPatternAttr PhysicalMemory::gatherTable(Value table, int64_t column,
+                                                    int64_t columns) const {
+  MemRefType t = memrefType(table);
+  int64_t width = t.getDimSize(1);
+  return nisa::AccessPatternAttr::get(ctx, MemSpace::hbm, hbmBuffer(table), column,
+                                      {width, t.getDimSize(0), 1, columns}, t.getElementType());
 }
 
-LogicalResult FuncLowering::allocate(memref::AllocOp alloc) {
-  MemRefType t = alloc.getType();
-  MemSpace space = *ntile::getMemSpace(t);
-  if (space == MemSpace::hbm) {
-    if (!enclosingLoopCounts(alloc).empty())
-      return alloc.emitError("HBM buffers are allocated outside loops");
-    declareBuffer(alloc, nisa::BufferKind::internal, -1);
+/// A pattern with the shared physical memory and attribute helpers.
+template <typename Op>
+struct ToNIsa : OpConversionPattern<Op> {
+  ToNIsa(MLIRContext *ctx, const PhysicalMemory &memory)
+      : OpConversionPattern<Op>(ctx), memory(memory) {}
+
+  IntegerAttr queue(ConversionPatternRewriter &r, int q) const { return r.getI32IntegerAttr(q); }
+  UnitAttr unit(ConversionPatternRewriter &r, bool set) const {
+    return set ? r.getUnitAttr() : nullptr;
+  }
+
+  const PhysicalMemory &memory;
+};
+
+/// Ops that only name memory (allocations, constants, views) leave no instruction.
+template <typename Op>
+struct EraseMemoryOp : ToNIsa<Op> {
+  using ToNIsa<Op>::ToNIsa;
+  LogicalResult matchAndRewrite(Op op, typename Op::Adaptor,
+                                ConversionPatternRewriter &r) const override {
+    r.eraseOp(op);
     return success();
   }
-  TileAllocator &pool = space == MemSpace::sbuf ? sbuf : psum;
-  int64_t bytes = t.getDimSize(1) * ntile::getElementBytes(t.getElementType());
-  if (space == MemSpace::psum && bytes > target.psumBankBytes)
-    return alloc.emitError("PSUM tile of ") << bytes << " bytes per partition exceeds a bank ("
-                                            << target.psumBankBytes << " bytes)";
-  // A tile in a loop body rotates over `buffers` copies, one per iteration.
-  int64_t buffers = 1;
-  if (auto attr = alloc->getAttrOfType<IntegerAttr>("buffers"))
-    buffers = attr.getInt();
-  int64_t alignment = space == MemSpace::sbuf ? kSbufAlignment : target.psumBankBytes;
-  int64_t stride = (bytes + alignment - 1) / alignment * alignment;
-  int64_t index = order.lookup(alloc);
-  pool.release(index);
-  std::optional<int64_t> at =
-      pool.allocate(buffers > 1 ? stride * buffers : bytes, lastUse.lookup(alloc.getResult()));
-  if (!at)
-  {
-    InFlightDiagnostic diag = alloc.emitError()
-                              << stringifyMemSpace(space) << " overflow: a tile of " << bytes
-                              << " bytes per partition";
-    if (buffers > 1)
-      diag << " (x" << buffers << " buffers)";
-    return diag << " does not fit while " << pool.liveBytes() << " of " << pool.getCapacity()
-                << " bytes per partition are live";
+};
+
+struct LoopToNIsa : ToNIsa<ntile::LoopOp> {
+  using ToNIsa::ToNIsa;
+  LogicalResult matchAndRewrite(ntile::LoopOp op, OpAdaptor,
+                                ConversionPatternRewriter &r) const override {
+    auto loop = r.create<nisa::LoopOp>(op.getLoc(), op.getCount());
+    r.eraseBlock(&loop.getBody().front());
+    r.inlineRegionBefore(op.getBody(), loop.getBody(), loop.getBody().end());
+    r.eraseOp(op);
+    return success();
   }
-  TileAddress address{*at, {}};
-  if (buffers > 1)
-    address.terms = {(int64_t)enclosingLoopCounts(alloc).size() - 1, stride, buffers};
-  tileAddress[alloc] = address;
-  return success();
-}
+};
 
-LogicalResult FuncLowering::lowerBlock(Block &block) {
-  for (Operation &op : block)
-    if (failed(lower(&op)))
-      return failure();
-  return success();
-}
-
-LogicalResult FuncLowering::lower(Operation *op) {
-  Location loc = op->getLoc();
-  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-      .Case([&](memref::AllocOp a) { return allocate(a); })
-      .Case([&](ntile::LoopOp l) {
-        auto loop = b.create<nisa::LoopOp>(loc, l.getCount());
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(&loop.getBody().front());
-        return lowerBlock(l.getBody().front());
-      })
-      .Case([&](ntile::ViewOp v) {
-        MemRefType source = memrefType(v.getSource());
-        int64_t elementBytes = ntile::getElementBytes(source.getElementType());
-        TileAddress address = tileAddress.lookup(v.getSource());
-        address.bytes += v.getAp().getOffset() * elementBytes;
-        appendScaled(address.terms, v.getAp().getTerms(), elementBytes);
-        tileAddress[v] = address;
-        return success();
-      })
-      .Case([&](ntile::ConstantOp c) {
-        declareBuffer(c, nisa::BufferKind::constant, -1, c.getValue());
-        return success();
-      })
-      .Case([&](ntile::ReinterpretOp r) {
-        hbmBuffer[r] = hbmBuffer.lookup(r.getSource());
-        return success();
-      })
-      .Case([&](ntile::DmaOp d) {
-        b.create<nisa::DmaCopyOp>(loc, dmaQueue(), physical(d.getTarget(), d.getTargetAp()),
-                                  physical(d.getSource(), d.getSourceAp()), nullptr, nullptr);
-        return success();
-      })
-      .Case([&](ntile::MatmulOp m) {
-        b.create<nisa::MatmulOp>(loc, queue(nisa::kQueueTensor), wholeTile(m.getResult()),
-                                 wholeTile(m.getStationary()), wholeTile(m.getMoving()),
-                                 unit(m.getAccumulate()), nullptr, nullptr);
-        return success();
-      })
-      .Case([&](ntile::ActivationOp a) {
-        b.create<nisa::ActivationOp>(loc, queue(nisa::kQueueScalar), wholeTile(a.getTarget()),
-                                     a.getFnAttr(),
-                                     wholeTile(a.getSource()), a.getScaleAttr(), a.getBiasAttr(),
-                                     nullptr, nullptr);
-        return success();
-      })
-      .Case([&](ntile::TensorTensorOp t) {
-        b.create<nisa::TensorTensorOp>(loc, queue(nisa::kQueueVector), wholeTile(t.getTarget()),
-                                       t.getOpAttr(), operandTile(t.getLhs(), t.getTarget()),
-                                       operandTile(t.getRhs(), t.getTarget()), nullptr, nullptr);
-        return success();
-      })
-      .Case([&](ntile::TensorScalarOp t) {
-        b.create<nisa::TensorScalarOp>(loc, queue(nisa::kQueueVector), wholeTile(t.getTarget()),
-                                       t.getOpAttr(),
-                                       wholeTile(t.getSource()), t.getScalarAttr(),
-                                       unit(t.getReverse()), nullptr, nullptr);
-        return success();
-      })
-      .Case([&](ntile::CopyOp c) {
-        b.create<nisa::TensorCopyOp>(loc, queue(nisa::kQueueVector), wholeTile(c.getTarget()),
-                                     wholeTile(c.getSource()), nullptr, nullptr);
-        return success();
-      })
-      .Case([&](ntile::ReduceOp r) {
-        b.create<nisa::TensorReduceOp>(loc, queue(nisa::kQueueVector), wholeTile(r.getTarget()),
-                                       r.getOpAttr(), wholeTile(r.getSource()), nullptr, nullptr);
-        return success();
-      })
-      .Case([&](ntile::SelectOp s) {
-        b.create<nisa::SelectOp>(loc, queue(nisa::kQueueVector), wholeTile(s.getTarget()),
-                                 operandTile(s.getCondition(), s.getTarget()),
-                                 operandTile(s.getOnTrue(), s.getTarget()),
-                                 operandTile(s.getOnFalse(), s.getTarget()), nullptr, nullptr);
-        return success();
-      })
-      .Case([&](ntile::GatherOp g) {
-        MemRefType table = memrefType(g.getTable()), target = memrefType(g.getTarget());
-        int64_t width = table.getDimSize(1);
-        auto tableAp = nisa::AccessPatternAttr::get(
-            ctx(), MemSpace::hbm, hbmBuffer.lookup(g.getTable()), g.getColumn(),
-            {width, table.getDimSize(0), 1, target.getDimSize(1)}, table.getElementType());
-        b.create<nisa::DmaGatherOp>(loc, dmaQueue(), wholeTile(g.getTarget()), tableAp,
-                                    wholeTile(g.getIndices()), nullptr, nullptr);
-        return success();
-      })
-      .Case([&](func::ReturnOp) { return success(); })
-      .Default([](Operation *op) { return op->emitOpError("has no lowering to nisa"); });
-}
-
-/// Numbers ops in pre-order. A value is live until the last op that uses it, where a
-/// use inside a loop counts as the end of the loop in the value's own block: the loop
-/// reads the value again in every iteration.
-void FuncLowering::computeLiveness(Block &block) {
-  block.walk([&](Operation *op) { order[op] = numOps++; });
-  DenseMap<Operation *, int64_t> end; // pre-order index of an op's last descendant
-  block.walk([&](Operation *op) {
-    int64_t last = order[op];
-    op->walk([&](Operation *inner) { last = std::max(last, order[inner]); });
-    end[op] = last;
-  });
-  auto use = [&](Value v, Operation *user) {
-    Block *home = v.getParentBlock();
-    if (Operation *at = home ? home->findAncestorOpInBlock(*user) : nullptr)
-      lastUse[v] = std::max(lastUse.lookup(v), end[at]);
-  };
-  block.walk([&](Operation *user) {
-    for (Value operand : user->getOperands()) {
-      use(operand, user);
-      // A view keeps the tile it looks into alive.
-      for (Value v = operand; auto view = v.getDefiningOp<ntile::ViewOp>();) {
-        v = view.getSource();
-        use(v, user);
-      }
-    }
-    // A tile allocated in a loop body is rewritten by the next iteration: it holds its
-    // memory until the loop ends, so that no other tile of the body shares it.
-    if (auto alloc = dyn_cast<memref::AllocOp>(user))
-      if (auto loop = dyn_cast_or_null<ntile::LoopOp>(alloc->getParentOp()))
-        lastUse[alloc] = std::max(lastUse.lookup(alloc), end[loop]);
-  });
-}
-
-LogicalResult FuncLowering::run() {
-  Block &body = func.getBody().front();
-  computeLiveness(body);
-
-  auto lowered = b.create<func::FuncOp>(func.getLoc(), func.getName(),
-                                        b.getFunctionType({}, {}));
-  b.setInsertionPointToEnd(lowered.addEntryBlock());
-  for (BlockArgument arg : func.getArguments()) {
-    if (auto in = func.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(), "ntile.input"))
-      declareBuffer(arg, nisa::BufferKind::input, in.getInt());
-    else if (auto out = func.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(), "ntile.output"))
-      declareBuffer(arg, nisa::BufferKind::output, out.getInt());
-    else
-      return func.emitError("argument ") << arg.getArgNumber()
-                                         << " is neither an ntile.input nor an ntile.output";
+struct DmaToNIsa : ToNIsa<ntile::DmaOp> {
+  using ToNIsa::ToNIsa;
+  LogicalResult matchAndRewrite(ntile::DmaOp op, OpAdaptor,
+                                ConversionPatternRewriter &r) const override {
+    r.replaceOpWithNewOp<nisa::DmaCopyOp>(
+        op, queue(r, nisa::kQueueDma0), memory.physical(op.getTarget(), op.getTargetAp()),
+        memory.physical(op.getSource(), op.getSourceAp()), nullptr, nullptr);
+    return success();
   }
-  if (failed(lowerBlock(body))) {
-    lowered.erase();
-    return failure();
+};
+
+struct GatherToNIsa : ToNIsa<ntile::GatherOp> {
+  using ToNIsa::ToNIsa;
+  LogicalResult matchAndRewrite(ntile::GatherOp op, OpAdaptor,
+                                ConversionPatternRewriter &r) const override {
+    int64_t columns = memrefType(op.getTarget()).getDimSize(1);
+    r.replaceOpWithNewOp<nisa::DmaGatherOp>(
+        op, queue(r, nisa::kQueueDma0), memory.wholeTile(op.getTarget()),
+        memory.gatherTable(op.getTable(), op.getColumn(), columns),
+        memory.wholeTile(op.getIndices()), nullptr, nullptr);
+    return success();
   }
-  b.create<func::ReturnOp>(func.getLoc());
-  func.erase();
-  return success();
-}
+};
+
+struct MatmulToNIsa : ToNIsa<ntile::MatmulOp> {
+  using ToNIsa::ToNIsa;
+  LogicalResult matchAndRewrite(ntile::MatmulOp op, OpAdaptor,
+                                ConversionPatternRewriter &r) const override {
+    r.replaceOpWithNewOp<nisa::MatmulOp>(
+        op, queue(r, nisa::kQueueTensor), memory.wholeTile(op.getResult()),
+        memory.wholeTile(op.getStationary()), memory.wholeTile(op.getMoving()),
+        unit(r, op.getAccumulate()), nullptr, nullptr);
+    return success();
+  }
+};
+
+struct ActivationToNIsa : ToNIsa<ntile::ActivationOp> {
+  using ToNIsa::ToNIsa;
+  LogicalResult matchAndRewrite(ntile::ActivationOp op, OpAdaptor,
+                                ConversionPatternRewriter &r) const override {
+    r.replaceOpWithNewOp<nisa::ActivationOp>(
+        op, queue(r, nisa::kQueueScalar), memory.wholeTile(op.getTarget()), op.getFnAttr(),
+        memory.wholeTile(op.getSource()), op.getScaleAttr(), op.getBiasAttr(), nullptr, nullptr);
+    return success();
+  }
+};
+
+struct TensorTensorToNIsa : ToNIsa<ntile::TensorTensorOp> {
+  using ToNIsa::ToNIsa;
+  LogicalResult matchAndRewrite(ntile::TensorTensorOp op, OpAdaptor,
+                                ConversionPatternRewriter &r) const override {
+    r.replaceOpWithNewOp<nisa::TensorTensorOp>(
+        op, queue(r, nisa::kQueueVector), memory.wholeTile(op.getTarget()), op.getOpAttr(),
+        memory.operandTile(op.getLhs(), op.getTarget()),
+        memory.operandTile(op.getRhs(), op.getTarget()), nullptr, nullptr);
+    return success();
+  }
+};
+
+struct TensorScalarToNIsa : ToNIsa<ntile::TensorScalarOp> {
+  using ToNIsa::ToNIsa;
+  LogicalResult matchAndRewrite(ntile::TensorScalarOp op, OpAdaptor,
+                                ConversionPatternRewriter &r) const override {
+    r.replaceOpWithNewOp<nisa::TensorScalarOp>(
+        op, queue(r, nisa::kQueueVector), memory.wholeTile(op.getTarget()), op.getOpAttr(),
+        memory.wholeTile(op.getSource()), op.getScalarAttr(), unit(r, op.getReverse()), nullptr,
+        nullptr);
+    return success();
+  }
+};
+
+struct CopyToNIsa : ToNIsa<ntile::CopyOp> {
+  using ToNIsa::ToNIsa;
+  LogicalResult matchAndRewrite(ntile::CopyOp op, OpAdaptor,
+                                ConversionPatternRewriter &r) const override {
+    r.replaceOpWithNewOp<nisa::TensorCopyOp>(op, queue(r, nisa::kQueueVector),
+                                             memory.wholeTile(op.getTarget()),
+                                             memory.wholeTile(op.getSource()), nullptr, nullptr);
+    return success();
+  }
+};
+
+struct ReduceToNIsa : ToNIsa<ntile::ReduceOp> {
+  using ToNIsa::ToNIsa;
+  LogicalResult matchAndRewrite(ntile::ReduceOp op, OpAdaptor,
+                                ConversionPatternRewriter &r) const override {
+    r.replaceOpWithNewOp<nisa::TensorReduceOp>(op, queue(r, nisa::kQueueVector),
+                                               memory.wholeTile(op.getTarget()), op.getOpAttr(),
+                                               memory.wholeTile(op.getSource()), nullptr, nullptr);
+    return success();
+  }
+};
+
+struct SelectToNIsa : ToNIsa<ntile::SelectOp> {
+  using ToNIsa::ToNIsa;
+  LogicalResult matchAndRewrite(ntile::SelectOp op, OpAdaptor,
+                                ConversionPatternRewriter &r) const override {
+    r.replaceOpWithNewOp<nisa::SelectOp>(
+        op, queue(r, nisa::kQueueVector), memory.wholeTile(op.getTarget()),
+        memory.operandTile(op.getCondition(), op.getTarget()),
+        memory.operandTile(op.getOnTrue(), op.getTarget()),
+        memory.operandTile(op.getOnFalse(), op.getTarget()), nullptr, nullptr);
+    return success();
+  }
+};
 
 struct ConvertNTileToNIsaPass : impl::ConvertNTileToNIsaBase<ConvertNTileToNIsaPass> {
   using ConvertNTileToNIsaBase::ConvertNTileToNIsaBase;
@@ -331,13 +322,30 @@ struct ConvertNTileToNIsaPass : impl::ConvertNTileToNIsaBase<ConvertNTileToNIsaP
       getOperation().emitError("unknown target '") << target << "'";
       return signalPassFailure();
     }
-    SmallVector<func::FuncOp> funcs;
-    for (auto func : getOperation().getOps<func::FuncOp>())
-      if (!func.getBody().empty() && func.getNumArguments() > 0)
-        funcs.push_back(func);
-    for (func::FuncOp func : funcs)
-      if (failed(FuncLowering(func, *t).run()))
+    MLIRContext *ctx = &getContext();
+    ConversionTarget legal(*ctx);
+    legal.addLegalDialect<nisa::NIsaDialect>();
+    legal.addLegalOp<func::FuncOp, func::ReturnOp, ModuleOp>();
+    legal.addIllegalDialect<ntile::NTileDialect>();
+    legal.addIllegalOp<memref::AllocOp>();
+
+    for (auto func : llvm::to_vector(getOperation().getOps<func::FuncOp>())) {
+      if (func.getBody().empty() || func.getNumArguments() == 0)
+        continue;
+      PhysicalMemory memory(ctx, *t);
+      if (failed(memory.declareBuffers(func)))
         return signalPassFailure();
+      RewritePatternSet patterns(ctx);
+      patterns.add<EraseMemoryOp<memref::AllocOp>, EraseMemoryOp<ntile::ConstantOp>,
+                   EraseMemoryOp<ntile::ReinterpretOp>, EraseMemoryOp<ntile::ViewOp>, LoopToNIsa,
+                   DmaToNIsa, GatherToNIsa, MatmulToNIsa, ActivationToNIsa, TensorTensorToNIsa,
+                   TensorScalarToNIsa, CopyToNIsa, ReduceToNIsa, SelectToNIsa>(ctx, memory);
+      if (failed(applyFullConversion(func, legal, std::move(patterns))))
+        return signalPassFailure();
+      // The program's buffers are its interface now: the function takes no arguments.
+      llvm::BitVector all(func.getNumArguments(), true);
+      func.eraseArguments(all);
+    }
   }
 };
 

@@ -243,20 +243,10 @@ std::optional<MatmulEpilogue> matchMatmulEpilogue(TileEmitter &e, ntorch::Matmul
     return std::nullopt;
   OpOperand &use = *result.use_begin();
   auto fusion = dyn_cast<ntorch::FusionOp>(use.getOwner());
-  if (!fusion || fusion->getBlock() != matmul->getBlock())
+  if (!fusion || !fusion.isMatmulEpilogue())
     return std::nullopt;
-  // The fusion's other operands must exist when the matmul runs.
-  for (Value in : fusion.getInputs()) {
-    if (in == result)
-      continue;
-    Operation *def = in.getDefiningOp();
-    if (def && !def->isBeforeInBlock(matmul))
-      return std::nullopt;
-  }
   auto lowering = std::make_shared<FusionLowering>(e, fusion);
-  auto resultShape = cast<RankedTensorType>(result.getType()).getShape();
-  if (failed(lowering->analyze()) || lowering->iterationShape() != resultShape ||
-      (lowering->hasReduce() && resultShape.back() > e.target.matmulMaxN))
+  if (failed(lowering->analyze()))
     return std::nullopt;
   lowering->createBuffers();
   Value arg = fusion.getBody().front().getArgument(use.getOperandNumber());

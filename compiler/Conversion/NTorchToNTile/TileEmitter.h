@@ -2,7 +2,7 @@
 #pragma once
 
 #include "dialects/NTile/IR/NTileOps.h"
-#include "runtime/Target.h"
+#include "runtime/program/Target.h"
 
 #include "mlir/IR/Builders.h"
 #include "dialects/NTorch/IR/NTorchOps.h"
@@ -135,8 +135,8 @@ llvm::SmallVector<int64_t> contiguousStrides(llvm::ArrayRef<int64_t> shape);
 llvm::SmallVector<int64_t> broadcastStrides(llvm::ArrayRef<int64_t> from,
                                             llvm::ArrayRef<int64_t> to);
 
-/// The epilogue fusion of `matmul`, when its only user is a fusion over its result
-/// whose other operands exist already; marks the fusion as lowered.
+/// The epilogue of `matmul`: its only user, a fusion that neuron-fuse-matmul-epilogue
+/// marked; marks the fusion as lowered.
 std::optional<MatmulEpilogue> matchMatmulEpilogue(TileEmitter &e, ntorch::MatmulOp matmul);
 
 // Per-category lowerings; each returns failure after emitting an error.

@@ -11,34 +11,13 @@ using neuron::ntile::MemSpace;
 
 static constexpr int64_t kMaxPartitions = 128;
 
-bool neuron::nisa::isInstruction(Operation *op) {
-  return op->getDialect() && op->getDialect()->getNamespace() == "nisa" &&
-         !isa<BufferOp, LoopOp>(op);
-}
-
-int neuron::nisa::getQueue(Operation *op) {
-  return op->getAttrOfType<IntegerAttr>("queue").getInt();
-}
-
-AccessPatternAttr neuron::nisa::getWrite(Operation *op) {
-  return op->getAttrOfType<AccessPatternAttr>("dst");
-}
-
-SmallVector<AccessPatternAttr> neuron::nisa::getReads(Operation *op) {
-  SmallVector<AccessPatternAttr> reads;
-  for (NamedAttribute attr : op->getAttrs())
-    if (auto ap = dyn_cast<AccessPatternAttr>(attr.getValue()))
-      if (attr.getName() != "dst")
-        reads.push_back(ap);
-  if (auto mm = dyn_cast<MatmulOp>(op); mm && mm.getAccumulate())
-    reads.push_back(mm.getDst());
-  return reads;
-}
+#include "dialects/NIsa/IR/NIsaInterfaces.cpp.inc"
 
 /// Checks what every instruction shares: its queue is one of `queues`, waits are
 /// (queue, count) pairs, and on-chip patterns respect the partition count.
 static LogicalResult verifyInstruction(Operation *op, ArrayRef<int> queues) {
-  int q = getQueue(op);
+  auto inst = cast<InstructionOpInterface>(op);
+  int q = inst.getQueueId();
   if (!llvm::is_contained(queues, q)) {
     auto diag = op->emitOpError("cannot run on queue ") << q << "; allowed:";
     for (int allowed : queues)
@@ -67,8 +46,8 @@ static LogicalResult verifyInstruction(Operation *op, ArrayRef<int> queues) {
     if (failed(neuron::verifyTerms(op, flat, "wait")))
       return failure();
   }
-  SmallVector<AccessPatternAttr> aps = getReads(op);
-  aps.push_back(getWrite(op));
+  SmallVector<AccessPatternAttr> aps = inst.getReadPatterns();
+  aps.push_back(inst.getWritePattern());
   for (AccessPatternAttr ap : aps) {
     if (ap.getRank() == 0)
       return op->emitOpError("access pattern without dimensions");
@@ -90,7 +69,7 @@ static SmallVector<int> dmaQueues() {
 }
 
 static LogicalResult verifyElementwise(Operation *op, ArrayRef<AccessPatternAttr> srcs) {
-  AccessPatternAttr dst = getWrite(op);
+  AccessPatternAttr dst = cast<InstructionOpInterface>(op).getWritePattern();
   for (AccessPatternAttr src : srcs) {
     if (src.getSpace() == MemSpace::hbm || dst.getSpace() == MemSpace::hbm)
       return op->emitOpError("compute engines read and write SBUF/PSUM only");

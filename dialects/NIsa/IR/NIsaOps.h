@@ -2,22 +2,21 @@
 #pragma once
 
 #include "dialects/NIsa/IR/NIsaDialect.h"
+#include "runtime/program/Program.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
 
+namespace neuron::nisa {
+// Queues are the program format's: one per compute engine, then the DMA queues.
+using runtime::kNumDmaQueues;
+using runtime::kNumQueues;
+using runtime::kQueueDma0;
+using runtime::kQueueGpSimd;
+using runtime::kQueueScalar;
+using runtime::kQueueTensor;
+using runtime::kQueueVector;
+} // namespace neuron::nisa
+
+#include "dialects/NIsa/IR/NIsaInterfaces.h.inc"
 #define GET_OP_CLASSES
 #include "dialects/NIsa/IR/NIsaOps.h.inc"
-
-namespace neuron::nisa {
-inline constexpr int kQueueTensor = 0, kQueueVector = 1, kQueueScalar = 2, kQueueGpSimd = 3,
-                     kQueueDma0 = 4, kNumDmaQueues = 16, kNumQueues = 20;
-
-/// True for the ops that are instructions (everything but nisa.buffer).
-bool isInstruction(mlir::Operation *op);
-/// The queue an instruction runs on.
-int getQueue(mlir::Operation *op);
-/// The access pattern an instruction writes.
-AccessPatternAttr getWrite(mlir::Operation *op);
-/// The access patterns an instruction reads (for matmul with accumulate, dst too).
-llvm::SmallVector<AccessPatternAttr> getReads(mlir::Operation *op);
-} // namespace neuron::nisa

@@ -1,8 +1,31 @@
-// The nisa instructions. Keep this list in step with runtime/Program.h Opcode.
+// The nisa instructions: one op per runtime::Opcode, each naming its opcode through
+// the Instruction interface (queues and engines are the runtime's too).
 #ifndef NISA_OPS_TD
 #define NISA_OPS_TD
 
 include "dialects/NIsa/IR/NIsaDialect.td"
+
+def NIsa_InstructionOpInterface : OpInterface<"InstructionOpInterface"> {
+  let cppNamespace = "::neuron::nisa";
+  let description = [{
+    An instruction of one engine queue: what it is in the program format, the queue
+    it runs on, and the memory it reads and writes (which the semaphore pass orders).
+  }];
+  let methods = [
+    InterfaceMethod<"the program opcode", "::neuron::runtime::Opcode", "getOpcode">,
+    InterfaceMethod<"the access patterns read (a matmul that accumulates reads dst too)",
+                    "::llvm::SmallVector<::neuron::nisa::AccessPatternAttr>", "getReadPatterns">,
+    InterfaceMethod<"the access pattern written", "::neuron::nisa::AccessPatternAttr",
+                    "getWritePattern", (ins), [{}], [{ return $_op.getDst(); }]>,
+    InterfaceMethod<"the queue (runtime::kQueue*)", "int", "getQueueId", (ins), [{}],
+                    [{ return $_op.getQueue(); }]>,
+  ];
+  let extraSharedClassDeclaration = [{
+    ::neuron::runtime::Engine getEngine() {
+      return ::neuron::runtime::engineOfQueue($_op.getQueueId());
+    }
+  }];
+}
 
 def NIsa_BufferOp : NIsa_Op<"buffer"> {
   let summary = "declares an HBM buffer of the program";
@@ -42,7 +65,7 @@ def NIsa_LoopOp : NIsa_Op<"loop", [NoTerminator, SingleBlock]> {
 // [queue, count] pairs; inside loops `wait_terms` adds (wait index, level, coef, modulus)
 // quadruples to the counts, as loop terms do to offsets.
 class NIsa_Instruction<string mnemonic, dag operands, string format, string prefix = "">
-    : NIsa_Op<mnemonic> {
+    : NIsa_Op<mnemonic, [NIsa_InstructionOpInterface]> {
   let arguments = !con((ins I32Attr:$queue, NIsa_AccessPatternAttr:$dst), operands,
                        (ins OptionalAttr<DenseI32ArrayAttr>:$waits,
                             OptionalAttr<DenseI64ArrayAttr>:$wait_terms));
@@ -52,12 +75,27 @@ class NIsa_Instruction<string mnemonic, dag operands, string format, string pref
 
 def NIsa_DmaCopyOp : NIsa_Instruction<"dma_copy", (ins NIsa_AccessPatternAttr:$src), "$src"> {
   let summary = "DMA: dst = src, any memories, same element type";
+  let extraClassDeclaration = [{
+    static ::neuron::runtime::Opcode getOpcode() { return ::neuron::runtime::Opcode::DmaCopy; }
+    llvm::SmallVector<AccessPatternAttr> getReadPatterns() {
+      return {getSrc()};
+    }
+  }];
 }
 
 def NIsa_MatmulOp : NIsa_Instruction<"matmul",
     (ins NIsa_AccessPatternAttr:$stationary, NIsa_AccessPatternAttr:$moving, UnitAttr:$accumulate),
     "$stationary `,` $moving"> {
   let summary = "Tensor engine: psum dst[M, N] (+)= stationary[K, M]^T @ moving[K, N]";
+  let extraClassDeclaration = [{
+    static ::neuron::runtime::Opcode getOpcode() { return ::neuron::runtime::Opcode::Matmul; }
+    llvm::SmallVector<AccessPatternAttr> getReadPatterns() {
+      llvm::SmallVector<AccessPatternAttr> reads = {getStationary(), getMoving()};
+      if (getAccumulate())
+        reads.push_back(getDst());
+      return reads;
+    }
+  }];
 }
 
 def NIsa_ActivationOp : NIsa_Instruction<"activation",
@@ -65,27 +103,57 @@ def NIsa_ActivationOp : NIsa_Instruction<"activation",
          DefaultValuedAttr<F64Attr, "1.0">:$scale, DefaultValuedAttr<F64Attr, "0.0">:$bias),
     "$src", "$fn"> {
   let summary = "Scalar engine: dst = fn(src * scale + bias)";
+  let extraClassDeclaration = [{
+    static ::neuron::runtime::Opcode getOpcode() { return ::neuron::runtime::Opcode::Activation; }
+    llvm::SmallVector<AccessPatternAttr> getReadPatterns() {
+      return {getSrc()};
+    }
+  }];
 }
 
 def NIsa_TensorTensorOp : NIsa_Instruction<"tensor_tensor",
     (ins Neuron_AluOp:$op, NIsa_AccessPatternAttr:$lhs, NIsa_AccessPatternAttr:$rhs),
     "$lhs `,` $rhs", "$op"> {
   let summary = "Vector engine: dst = lhs <op> rhs";
+  let extraClassDeclaration = [{
+    static ::neuron::runtime::Opcode getOpcode() { return ::neuron::runtime::Opcode::TensorTensor; }
+    llvm::SmallVector<AccessPatternAttr> getReadPatterns() {
+      return {getLhs(), getRhs()};
+    }
+  }];
 }
 
 def NIsa_TensorScalarOp : NIsa_Instruction<"tensor_scalar",
     (ins Neuron_AluOp:$op, NIsa_AccessPatternAttr:$src, F64Attr:$scalar, UnitAttr:$reverse),
     "$src `,` $scalar", "$op"> {
   let summary = "Vector engine: dst = src <op> scalar (scalar <op> src when reverse)";
+  let extraClassDeclaration = [{
+    static ::neuron::runtime::Opcode getOpcode() { return ::neuron::runtime::Opcode::TensorScalar; }
+    llvm::SmallVector<AccessPatternAttr> getReadPatterns() {
+      return {getSrc()};
+    }
+  }];
 }
 
 def NIsa_TensorCopyOp : NIsa_Instruction<"tensor_copy", (ins NIsa_AccessPatternAttr:$src), "$src"> {
   let summary = "Vector engine: dst = src, converting the element type";
+  let extraClassDeclaration = [{
+    static ::neuron::runtime::Opcode getOpcode() { return ::neuron::runtime::Opcode::TensorCopy; }
+    llvm::SmallVector<AccessPatternAttr> getReadPatterns() {
+      return {getSrc()};
+    }
+  }];
 }
 
 def NIsa_TensorReduceOp : NIsa_Instruction<"tensor_reduce",
     (ins Neuron_AluOp:$op, NIsa_AccessPatternAttr:$src), "$src", "$op"> {
   let summary = "Vector engine: dst[p, 0] = reduce<op> over the free elements of src[p]";
+  let extraClassDeclaration = [{
+    static ::neuron::runtime::Opcode getOpcode() { return ::neuron::runtime::Opcode::TensorReduce; }
+    llvm::SmallVector<AccessPatternAttr> getReadPatterns() {
+      return {getSrc()};
+    }
+  }];
 }
 
 def NIsa_SelectOp : NIsa_Instruction<"select",
@@ -93,6 +161,12 @@ def NIsa_SelectOp : NIsa_Instruction<"select",
          NIsa_AccessPatternAttr:$on_false),
     "$condition `,` $on_true `,` $on_false"> {
   let summary = "Vector engine: dst = condition != 0 ? on_true : on_false";
+  let extraClassDeclaration = [{
+    static ::neuron::runtime::Opcode getOpcode() { return ::neuron::runtime::Opcode::Select; }
+    llvm::SmallVector<AccessPatternAttr> getReadPatterns() {
+      return {getCondition(), getOnTrue(), getOnFalse()};
+    }
+  }];
 }
 
 def NIsa_DmaGatherOp : NIsa_Instruction<"dma_gather",
@@ -102,6 +176,12 @@ def NIsa_DmaGatherOp : NIsa_Instruction<"dma_gather",
   let description = [{
     `table` is the HBM pattern of row 0 (its first pair is [row stride, rows]; the
     rest selects the columns); `indices` holds one integer per partition in SBUF.
+  }];
+  let extraClassDeclaration = [{
+    static ::neuron::runtime::Opcode getOpcode() { return ::neuron::runtime::Opcode::DmaGather; }
+    llvm::SmallVector<AccessPatternAttr> getReadPatterns() {
+      return {getTable(), getIndices()};
+    }
   }];
 }
 

@@ -42,6 +42,17 @@ int64_t neuron::ntile::getElementBytes(Type type) {
   return std::max<int64_t>(1, type.getIntOrFloatBitWidth() / 8);
 }
 
+int64_t neuron::ntile::getBufferCount(Operation *alloc) {
+  auto attr = alloc->getAttrOfType<IntegerAttr>(kBuffersAttr);
+  return attr ? attr.getInt() : 1;
+}
+
+int64_t neuron::ntile::getBufferStride(MemRefType tile, int64_t psumBankBytes) {
+  int64_t bytes = tile.getDimSize(1) * getElementBytes(tile.getElementType());
+  int64_t alignment = getMemSpace(tile) == MemSpace::psum ? psumBankBytes : 64;
+  return (bytes + alignment - 1) / alignment * alignment;
+}
+
 //===----------------------------------------------------------------------===//
 // AccessPatternAttr: #ntile.ap<offset + terms, [[stride, size], ...]>
 //===----------------------------------------------------------------------===//

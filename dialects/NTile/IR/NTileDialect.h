@@ -20,4 +20,15 @@ mlir::MemRefType getBufferType(llvm::ArrayRef<int64_t> shape, mlir::Type element
                                MemSpace space);
 /// Bytes of one element of `type` (i1 is stored as one byte).
 int64_t getElementBytes(mlir::Type type);
+
+/// Attributes of an SBUF/PSUM tile's memref.alloc: how many buffers it rotates over in
+/// its loop (neuron-multi-buffer) and its byte offset in every partition
+/// (neuron-allocate-tiles).
+inline constexpr llvm::StringLiteral kBuffersAttr = "ntile.buffers";
+inline constexpr llvm::StringLiteral kAddressAttr = "ntile.address";
+/// `ntile.buffers` of a tile allocation (1 without the attribute).
+int64_t getBufferCount(mlir::Operation *alloc);
+/// Bytes between the rotating buffers of a tile: its bytes per partition, aligned to
+/// 64 bytes in SBUF and to a bank in PSUM.
+int64_t getBufferStride(mlir::MemRefType tile, int64_t psumBankBytes);
 } // namespace neuron::ntile

@@ -274,6 +274,9 @@ def NTorch_FusionOp : NTorch_Op<"fusion", [IsolatedFromAbove,
     that broadcast to the iteration shape (the shape of the first result). The
     lowering loads each tile of the operands once, computes the whole body on
     tiles and stores only the results: intermediate values never reach HBM.
+    With the `ntorch.matmul_epilogue` attribute (set by neuron-fuse-matmul-epilogue),
+    the operand that is a matmul's result is never stored: the fusion runs on each
+    of the matmul's PSUM tiles as it is produced.
     ```mlir
     %r = ntorch.fusion %x, %b : tensor<3x300xf32>, tensor<300xf32> -> tensor<3x300xf32> {
     ^bb0(%a: tensor<3x300xf32>, %c: tensor<300xf32>):
@@ -290,6 +293,10 @@ def NTorch_FusionOp : NTorch_Op<"fusion", [IsolatedFromAbove,
     $inputs attr-dict `:` type($inputs) `->` type($results) $body
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    static llvm::StringRef getMatmulEpilogueAttrName() { return "ntorch.matmul_epilogue"; }
+    bool isMatmulEpilogue() { return (*this)->hasAttr(getMatmulEpilogueAttrName()); }
+  }];
 }
 
 def NTorch_YieldOp : NTorch_Op<"yield", [Pure, Terminator, HasParent<"FusionOp">]> {

@@ -1,4 +1,4 @@
-// RUN: neuron-opt %s -convert-ntile-to-nisa -split-input-file | FileCheck %s
+// RUN: neuron-opt %s -neuron-allocate-tiles -convert-ntile-to-nisa -split-input-file | FileCheck %s
 
 // Arguments become numbered buffers; SBUF tiles get byte offsets in every
 // partition (64-byte aligned, allocated one after another); DMAs wait on the first

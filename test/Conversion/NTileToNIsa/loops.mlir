@@ -1,4 +1,4 @@
-// RUN: neuron-opt %s -neuron-multi-buffer -convert-ntile-to-nisa | FileCheck %s
+// RUN: neuron-opt %s -neuron-multi-buffer -neuron-allocate-tiles -convert-ntile-to-nisa | FileCheck %s
 
 // ntile.loop becomes nisa.loop; a tile of the body rotates over its buffers (byte
 // offset + 512 * (iv mod 4)); HBM terms stay element terms; a view of a resident

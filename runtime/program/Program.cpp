@@ -1,0 +1,150 @@
+// Names, sizes and parsers of the program-format enums, element counts and
+// loop-term evaluation (see Program.h).
+#include "runtime/program/Program.h"
+
+#include "runtime/program/Loops.h"
+
+#include <iterator>
+
+namespace neuron::runtime {
+
+namespace {
+
+template <size_t N>
+bool parseName(const char *const (&names)[N], const std::string &name,
+               size_t &index) {
+  for (size_t i = 0; i < N; ++i) {
+    if (name == names[i]) {
+      index = i;
+      return true;
+    }
+  }
+  return false;
+}
+
+// Indexed by the enum values; keep in the order of the enum declarations.
+const char *const kDTypeNames[] = {"f32", "bf16", "f16", "i64",
+                                   "i32", "i8",   "u8",  "i1"};
+const int64_t kDTypeSizes[] = {4, 2, 2, 8, 4, 1, 1, 1};
+const char *const kEngineNames[] = {"tensor", "vector", "scalar", "gpsimd",
+                                    "dma"};
+const char *const kOpcodeNames[] = {
+    "dma_copy",      "matmul",        "activation",
+    "tensor_tensor", "tensor_scalar", "tensor_copy",
+    "tensor_reduce", "memset",        "iota",
+    "select",        "dma_gather"};
+const char *const kActFuncNames[] = {
+    "identity", "relu",       "exp",  "log",       "tanh",    "sigmoid", "sqrt",
+    "rsqrt",    "erf",        "gelu", "gelu_tanh", "silu",    "square",  "abs",
+    "neg",      "reciprocal", "sin",  "cos",       "softplus"};
+const char *const kAluOpNames[] = {"add", "sub", "mul", "div", "max", "min",
+                                   "pow", "eq",  "ne",  "lt",  "le",  "gt",
+                                   "ge",  "and", "or",  "xor", "mod"};
+
+static_assert(sizeof(kDTypeNames) / sizeof(*kDTypeNames) ==
+              size_t(DType::Bool) + 1);
+static_assert(sizeof(kOpcodeNames) / sizeof(*kOpcodeNames) ==
+              size_t(Opcode::DmaGather) + 1);
+static_assert(sizeof(kActFuncNames) / sizeof(*kActFuncNames) ==
+              size_t(ActFunc::Softplus) + 1);
+static_assert(sizeof(kAluOpNames) / sizeof(*kAluOpNames) ==
+              size_t(AluOp::Mod) + 1);
+
+const char *lookup(const char *const *names, size_t count, size_t index) {
+  return index < count ? names[index] : "<invalid>";
+}
+
+} // namespace
+
+int64_t dtypeSize(DType t) {
+  size_t i = size_t(t);
+  return i < sizeof(kDTypeSizes) / sizeof(*kDTypeSizes) ? kDTypeSizes[i] : 0;
+}
+
+const char *dtypeName(DType t) {
+  return lookup(kDTypeNames, std::size(kDTypeNames), size_t(t));
+}
+
+bool parseDType(const std::string &name, DType &out) {
+  size_t i;
+  if (!parseName(kDTypeNames, name, i))
+    return false;
+  out = DType(i);
+  return true;
+}
+
+Engine engineOfQueue(int queue) {
+  switch (queue) {
+  case kQueueTensor:
+    return Engine::Tensor;
+  case kQueueVector:
+    return Engine::Vector;
+  case kQueueScalar:
+    return Engine::Scalar;
+  case kQueueGpSimd:
+    return Engine::GpSimd;
+  default:
+    return Engine::Dma;
+  }
+}
+
+const char *engineName(Engine e) {
+  return lookup(kEngineNames, std::size(kEngineNames), size_t(e));
+}
+
+const char *opcodeName(Opcode op) {
+  return lookup(kOpcodeNames, std::size(kOpcodeNames), size_t(op));
+}
+
+const char *actFuncName(ActFunc f) {
+  return lookup(kActFuncNames, std::size(kActFuncNames), size_t(f));
+}
+
+const char *aluOpName(AluOp op) {
+  return lookup(kAluOpNames, std::size(kAluOpNames), size_t(op));
+}
+
+bool parseOpcode(const std::string &name, Opcode &out) {
+  size_t i;
+  if (!parseName(kOpcodeNames, name, i))
+    return false;
+  out = Opcode(i);
+  return true;
+}
+
+bool parseActFunc(const std::string &name, ActFunc &out) {
+  size_t i;
+  if (!parseName(kActFuncNames, name, i))
+    return false;
+  out = ActFunc(i);
+  return true;
+}
+
+bool parseAluOp(const std::string &name, AluOp &out) {
+  size_t i;
+  if (!parseName(kAluOpNames, name, i))
+    return false;
+  out = AluOp(i);
+  return true;
+}
+
+int64_t AccessPattern::numElements() const {
+  int64_t n = 1;
+  for (const auto &d : dims)
+    n *= d[1];
+  return n;
+}
+
+int64_t evalAffine(int64_t base, const std::vector<LoopTerm> &terms,
+                   const int64_t *iv) {
+  return loopTermsAt(base, terms, iv);
+}
+
+int64_t BufferDecl::numElements() const {
+  int64_t n = 1;
+  for (int64_t s : shape)
+    n *= s;
+  return n;
+}
+
+} // namespace neuron::runtime

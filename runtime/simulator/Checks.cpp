@@ -1,0 +1,554 @@
+// Legality checks of instructions: engines, operands, capacity, partitions.
+//
+// Covers engine/opcode pairing, operand spaces and dtypes, SBUF/PSUM capacity,
+// partition start rules (HARDWARE.md "Memory layout rules"), PSUM banks,
+// matmul limits, HBM buffer bounds, loop terms and semaphore waits.
+//
+// An instruction inside loops is checked once for all its iterations: an
+// offset with loop terms ranges over [base + lo, base + hi] (Loops.h
+// loopTermsRange), and the bounds are checked at both ends, which reports the
+// access of an iteration that is out of bounds. Nothing else an operand's
+// legality depends on varies with the loops, except where a matmul's dst sits
+// in its PSUM bank (psumBankVaries).
+#include "runtime/simulator/Checks.h"
+
+#include "runtime/program/Loops.h"
+#include "runtime/simulator/Simulator.h"
+#include "runtime/simulator/functional/StridedView.h"
+
+#include <string>
+
+namespace neuron::runtime {
+
+void failInstruction(size_t index, const Instruction &inst,
+                     const std::string &problem) {
+  throw SimulationError("instruction " + std::to_string(index) + " (" +
+                        opcodeName(inst.opcode) + "): " + problem);
+}
+
+namespace {
+
+/// Largest magnitude of an offset, a stride or a dim size.
+constexpr int64_t kLimit = int64_t(1) << 40;
+/// Largest magnitude of a wait value with loop terms (evaluated per instance:
+/// int64 arithmetic must not overflow).
+constexpr int64_t kWaitLimit = int64_t(1) << 62;
+
+std::string toString(__int128 v) {
+  if (v >= INT64_MIN && v <= INT64_MAX)
+    return std::to_string(int64_t(v));
+  std::string digits;
+  const bool negative = v < 0;
+  for (; v != 0; v /= 10)
+    digits.insert(digits.begin(),
+                  char('0' + int(negative ? -(v % 10) : v % 10)));
+  return negative ? "-" + digits : digits;
+}
+
+const char *spaceName(MemSpace s) {
+  switch (s) {
+  case MemSpace::Hbm:
+    return "HBM";
+  case MemSpace::Sbuf:
+    return "SBUF";
+  case MemSpace::Psum:
+    return "PSUM";
+  }
+  return "<invalid space>";
+}
+
+bool isFloatDType(DType t) {
+  return t == DType::F32 || t == DType::BF16 || t == DType::F16;
+}
+
+/// Facts about one checked access pattern.
+struct ApFacts {
+  int64_t partitions = 1;
+  int64_t freeElems = 1;
+  int64_t byteLo = 0, byteHi = 0; // SBUF/PSUM: byte range inside a partition
+};
+
+class Checker {
+public:
+  Checker(const Program &p, const Target &t, size_t index,
+          const int64_t *loopCounts, int loopDepth)
+      : prog_(p), tgt_(t), index_(index), inst_(p.instructions[index]),
+        loopCounts_(loopCounts), loopDepth_(loopDepth) {}
+
+  InstrShape run();
+
+private:
+  [[noreturn]] void fail(const std::string &problem) const {
+    failInstruction(index_, inst_, problem);
+  }
+  std::string operandName(int src) const {
+    return src < 0 ? "dst" : "srcs[" + std::to_string(src) + "]";
+  }
+  std::string where(int src) const {
+    return " (operand " + operandName(src) + ")";
+  }
+  void offsetRange(const AccessPattern &ap, int src, int64_t &lo,
+                   int64_t &hi) const;
+  /// Checks operand `src` (-1: dst); remembers the byte range of an on-chip
+  /// dst.
+  ApFacts checkAp(const AccessPattern &ap, int src, bool compute);
+  void checkQueue();
+  void expectSrcs(size_t n) const;
+  void expectSpace(const AccessPattern &ap, int src, MemSpace s) const;
+  void expectSameShape(const ApFacts &a, const ApFacts &b, int src) const;
+  InstrShape checkDma();
+  InstrShape checkGather();
+  InstrShape checkMatmul();
+  InstrShape checkCompute();
+  InstrShape checkOperands();
+
+  const Program &prog_;
+  const Target &tgt_;
+  size_t index_;
+  const Instruction &inst_;
+  const int64_t *loopCounts_; // trip counts of the loops around inst_
+  int loopDepth_;
+  int64_t dstByteLo_ = 0, dstByteHi_ = 0; // byteLo/Hi of an on-chip dst
+};
+
+void Checker::checkQueue() {
+  if (inst_.queue >= kNumQueues)
+    fail("queue " + std::to_string(inst_.queue) + " does not exist (" +
+         std::to_string(kNumQueues) + " queues)");
+  Engine e = engineOfQueue(inst_.queue);
+  if (e == Engine::Dma && inst_.queue - kQueueDma0 >= tgt_.dmaQueues)
+    fail("DMA queue " + std::to_string(inst_.queue - kQueueDma0) +
+         " does not exist on " + tgt_.name + " (" +
+         std::to_string(tgt_.dmaQueues) + " DMA queues)");
+  bool ok = false;
+  switch (inst_.opcode) {
+  case Opcode::DmaCopy:
+  case Opcode::DmaGather:
+    ok = e == Engine::Dma;
+    break;
+  case Opcode::Matmul:
+    ok = e == Engine::Tensor;
+    break;
+  case Opcode::Activation:
+    ok = e == Engine::Scalar;
+    break;
+  case Opcode::TensorTensor:
+  case Opcode::TensorScalar:
+  case Opcode::TensorReduce:
+  case Opcode::Select:
+    ok = e == Engine::Vector || e == Engine::GpSimd;
+    break;
+  case Opcode::TensorCopy:
+  case Opcode::Memset:
+    ok = e == Engine::Vector || e == Engine::Scalar || e == Engine::GpSimd;
+    break;
+  case Opcode::Iota:
+    ok = e == Engine::GpSimd;
+    break;
+  default:
+    fail("unknown opcode " + std::to_string(int(inst_.opcode)));
+  }
+  if (!ok)
+    fail(std::string("cannot run on the ") + engineName(e) + " engine (queue " +
+         std::to_string(inst_.queue) + ")");
+}
+
+void Checker::expectSrcs(size_t n) const {
+  if (inst_.srcs.size() != n)
+    fail("expects " + std::to_string(n) + " source operand(s), got " +
+         std::to_string(inst_.srcs.size()));
+}
+
+void Checker::expectSpace(const AccessPattern &ap, int src, MemSpace s) const {
+  if (ap.space != s)
+    fail(operandName(src) + " must be in " + spaceName(s) + ", not " +
+         spaceName(ap.space));
+}
+
+void Checker::expectSameShape(const ApFacts &a, const ApFacts &b,
+                              int src) const {
+  if (a.partitions != b.partitions)
+    fail(operandName(src) + " spans " + std::to_string(b.partitions) +
+         " partitions but dst spans " + std::to_string(a.partitions));
+  if (a.freeElems != b.freeElems)
+    fail(operandName(src) + " has " + std::to_string(b.freeElems) +
+         " elements per partition but dst has " + std::to_string(a.freeElems));
+}
+
+/// The lowest and highest offset of `ap` (which has offset terms) over the
+/// loops around the instruction; checks its terms and that both ends are in
+/// range.
+void Checker::offsetRange(const AccessPattern &ap, int src, int64_t &lo,
+                          int64_t &hi) const {
+  const std::string problem =
+      loopTermsProblem(ap.offsetTerms, loopDepth_, kLimit, "offset");
+  if (!problem.empty())
+    fail(problem + where(src));
+  __int128 tlo, thi;
+  loopTermsRange(ap.offsetTerms, loopCounts_, tlo, thi);
+  for (__int128 o : {ap.offset + tlo, ap.offset + thi})
+    if (o > kLimit || o < -kLimit)
+      fail("access pattern offset " + toString(o) + " is out of range" +
+           where(src));
+  lo = int64_t(ap.offset + tlo);
+  hi = int64_t(ap.offset + thi);
+}
+
+ApFacts Checker::checkAp(const AccessPattern &ap, int src, bool compute) {
+  // Built only on failure: this runs for every operand of every instruction.
+  auto where = [&] { return this->where(src); };
+  const int64_t eb = dtypeSize(ap.dtype);
+  if (eb == 0)
+    fail("invalid dtype" + where());
+  bool onChip = ap.space == MemSpace::Sbuf || ap.space == MemSpace::Psum;
+  if (!onChip && ap.space != MemSpace::Hbm)
+    fail("invalid memory space" + where());
+  if (compute && !onChip)
+    fail(std::string("compute engines cannot access ") + spaceName(ap.space) +
+         where());
+  if (ap.dims.size() > size_t(kMaxApDims))
+    fail("access pattern has " + std::to_string(ap.dims.size()) +
+         " dims, at most " + std::to_string(kMaxApDims) + " supported" +
+         where());
+  if (onChip && ap.dims.empty())
+    fail(std::string(spaceName(ap.space)) +
+         " access pattern needs a partition dim" + where());
+  if (onChip && ap.dims.size() > 5)
+    fail(std::string(spaceName(ap.space)) + " access pattern has " +
+         std::to_string(ap.dims.size() - 1) + " free dims, at most 4" +
+         where());
+  for (const auto &d : ap.dims)
+    if (d[1] < 1 || d[1] > kLimit || d[0] > kLimit || d[0] < -kLimit)
+      fail("access pattern dim {" + std::to_string(d[0]) + ", " +
+           std::to_string(d[1]) + "} is out of range" + where());
+  if (ap.offset > kLimit || ap.offset < -kLimit)
+    fail("access pattern offset " + std::to_string(ap.offset) +
+         " is out of range" + where());
+  int64_t offLo = ap.offset, offHi = ap.offset; // over all iterations
+  if (!ap.offsetTerms.empty())
+    offsetRange(ap, src, offLo, offHi);
+
+  // Range of element offsets touched by the free dims (all dims for HBM),
+  // relative to `offset`.
+  __int128 lo = 0, hi = 0;
+  ApFacts f;
+  for (size_t i = onChip ? 1 : 0; i < ap.dims.size(); ++i) {
+    __int128 ext = __int128(ap.dims[i][0]) * (ap.dims[i][1] - 1);
+    (ext < 0 ? lo : hi) += ext;
+    f.freeElems *= ap.dims[i][1];
+  }
+
+  if (!onChip) {
+    if (ap.buffer >= prog_.buffers.size())
+      fail("HBM buffer " + std::to_string(ap.buffer) + " does not exist (" +
+           std::to_string(prog_.buffers.size()) + " buffers)" + where());
+    const BufferDecl &b = prog_.buffers[ap.buffer];
+    if (b.dtype != ap.dtype)
+      fail("HBM access as " + std::string(dtypeName(ap.dtype)) + " to buffer " +
+           std::to_string(ap.buffer) + " (\"" + b.name + "\") of dtype " +
+           dtypeName(b.dtype) + where());
+    int64_t n = b.numElements();
+    if (lo + offLo < 0 || hi + offHi >= n) {
+      const int64_t at = lo + offLo < 0 ? offLo : offHi; // a bad iteration
+      fail("HBM access [elements " + std::to_string(int64_t(lo + at)) + ".." +
+           std::to_string(int64_t(hi + at)) + "] is outside buffer " +
+           std::to_string(ap.buffer) + " (\"" + b.name + "\") of " +
+           std::to_string(n) + " elements" + where());
+    }
+    if (src < 0 && (b.kind == BufferDecl::Kind::Input ||
+                    b.kind == BufferDecl::Kind::Constant))
+      fail(std::string("writes to ") +
+           (b.kind == BufferDecl::Kind::Input ? "input" : "constant") +
+           " buffer " + std::to_string(ap.buffer) + " (\"" + b.name + "\")" +
+           where());
+    return f;
+  }
+
+  // SBUF / PSUM: byte range inside one partition.
+  const long partBytes = ap.space == MemSpace::Sbuf
+                             ? tgt_.sbufBytesPerPartition
+                             : tgt_.psumBytesPerPartition;
+  const __int128 blo = lo * eb, bhi = hi * eb + eb; // relative to offset
+  if (offLo + blo < 0 || offHi + bhi > partBytes) {
+    const int64_t at = offLo + blo < 0 ? offLo : offHi; // a bad iteration
+    fail(std::string(spaceName(ap.space)) + " access [offset " +
+         std::to_string(int64_t(at + blo)) + ", " +
+         std::to_string(int64_t(bhi - blo)) +
+         " bytes] exceeds the partition size " + std::to_string(partBytes) +
+         where());
+  }
+  f.byteLo = int64_t(ap.offset + blo);
+  f.byteHi = int64_t(ap.offset + bhi);
+
+  // Partition dim.
+  const int64_t pstride = ap.dims[0][0], parts = ap.dims[0][1];
+  f.partitions = parts;
+  if (parts > 1 && pstride < 1)
+    fail("partition stride " + std::to_string(pstride) + " must be positive" +
+         where());
+  const int64_t start = ap.partition;
+  const int64_t last = start + (parts - 1) * (parts > 1 ? pstride : 0);
+  if (last >= tgt_.partitions)
+    fail(std::string(spaceName(ap.space)) + " access to partitions " +
+         std::to_string(start) + ".." + std::to_string(last) + " exceeds the " +
+         std::to_string(tgt_.partitions) + " partitions" + where());
+  if (compute) {
+    const int64_t span = last - start + 1;
+    const char *rule = nullptr;
+    if (span > 64 && start != 0)
+      rule = "tiles of more than 64 partitions must start at partition 0";
+    else if (span > 32 && span <= 64 && start != 0 && start != 64)
+      rule = "tiles of 33-64 partitions must start at partition 0 or 64";
+    else if (span <= 32 && start % 32 != 0)
+      rule = "tiles of at most 32 partitions must start at partition 0, 32, "
+             "64 or 96";
+    if (rule)
+      fail(std::string(spaceName(ap.space)) + " access spanning " +
+           std::to_string(span) + " partitions starts at partition " +
+           std::to_string(start) + "; " + rule + where());
+  }
+  if (src < 0) { // scalar copies: a struct copy stalls on store forwarding
+    dstByteLo_ = f.byteLo;
+    dstByteHi_ = f.byteHi;
+  }
+  return f;
+}
+
+InstrShape Checker::checkDma() {
+  expectSrcs(1);
+  ApFacts d = checkAp(inst_.dst, -1, false);
+  ApFacts s = checkAp(inst_.srcs[0], 0, false);
+  (void)d;
+  (void)s;
+  if (inst_.dst.dtype != inst_.srcs[0].dtype)
+    fail(std::string("dst dtype ") + dtypeName(inst_.dst.dtype) +
+         " differs from source dtype " + dtypeName(inst_.srcs[0].dtype) +
+         " (DMA does not convert)");
+  int64_t n = inst_.dst.numElements();
+  if (n != inst_.srcs[0].numElements())
+    fail("dst has " + std::to_string(n) + " elements but srcs[0] has " +
+         std::to_string(inst_.srcs[0].numElements()));
+  InstrShape sh;
+  sh.bytes = n * dtypeSize(inst_.dst.dtype);
+  sh.hbmSides = int(inst_.dst.space == MemSpace::Hbm) +
+                int(inst_.srcs[0].space == MemSpace::Hbm);
+  return sh;
+}
+
+InstrShape Checker::checkGather() {
+  expectSrcs(2);
+  const AccessPattern &table = inst_.srcs[0], &idx = inst_.srcs[1];
+  expectSpace(inst_.dst, -1, MemSpace::Sbuf);
+  expectSpace(table, 0, MemSpace::Hbm);
+  expectSpace(idx, 1, MemSpace::Sbuf);
+  if (table.dims.empty())
+    fail("srcs[0] needs a row dim {row stride, rows} first");
+  ApFacts d = checkAp(inst_.dst, -1, false);
+  checkAp(table, 0, false); // every row of the table lies inside its buffer
+  ApFacts ix = checkAp(idx, 1, false);
+  if (idx.dtype != DType::I32 && idx.dtype != DType::I64)
+    fail(std::string("index dtype ") + dtypeName(idx.dtype) +
+         " is not supported (i32, i64)");
+  if (ix.partitions != d.partitions || ix.freeElems != 1)
+    fail("srcs[1] must be a [" + std::to_string(d.partitions) +
+         ", 1] index tile, got [" + std::to_string(ix.partitions) + ", " +
+         std::to_string(ix.freeElems) + "]");
+  if (inst_.dst.dtype != table.dtype)
+    fail(std::string("dst dtype ") + dtypeName(inst_.dst.dtype) +
+         " differs from the table dtype " + dtypeName(table.dtype) +
+         " (DMA does not convert)");
+  int64_t row = 1;
+  for (size_t k = 1; k < table.dims.size(); ++k)
+    row *= table.dims[k][1];
+  if (row != d.freeElems)
+    fail("dst has " + std::to_string(d.freeElems) +
+         " elements per partition but a table row has " + std::to_string(row));
+  InstrShape sh;
+  sh.partitions = d.partitions;
+  sh.freeElems = d.freeElems;
+  sh.bytes = d.partitions * d.freeElems * dtypeSize(table.dtype);
+  sh.hbmSides = 1;
+  sh.gatherRows = d.partitions;
+  sh.tableRows = table.dims[0][1];
+  return sh;
+}
+
+InstrShape Checker::checkMatmul() {
+  expectSrcs(2);
+  const AccessPattern &stat = inst_.srcs[0], &mov = inst_.srcs[1];
+  expectSpace(inst_.dst, -1, MemSpace::Psum);
+  expectSpace(stat, 0, MemSpace::Sbuf);
+  expectSpace(mov, 1, MemSpace::Sbuf);
+  if (inst_.dst.dtype != DType::F32)
+    fail(std::string("dst must be f32 in PSUM, not ") +
+         dtypeName(inst_.dst.dtype));
+  for (int i = 0; i < 2; ++i)
+    if (!isFloatDType(inst_.srcs[i].dtype))
+      fail(operandName(i) + " dtype " + dtypeName(inst_.srcs[i].dtype) +
+           " is not supported by the Tensor engine");
+  ApFacts d = checkAp(inst_.dst, -1, true);
+  ApFacts a = checkAp(stat, 0, true);
+  ApFacts b = checkAp(mov, 1, true);
+  if (a.partitions != b.partitions)
+    fail("contraction dims differ: srcs[0] spans " +
+         std::to_string(a.partitions) + " partitions, srcs[1] " +
+         std::to_string(b.partitions));
+  if (a.freeElems > tgt_.matmulMaxM)
+    fail("stationary free size M = " + std::to_string(a.freeElems) +
+         " exceeds " + std::to_string(tgt_.matmulMaxM));
+  if (b.freeElems > tgt_.matmulMaxN)
+    fail("moving free size N = " + std::to_string(b.freeElems) + " exceeds " +
+         std::to_string(tgt_.matmulMaxN));
+  if (d.partitions != a.freeElems || d.freeElems != b.freeElems)
+    fail("dst is [" + std::to_string(d.partitions) + ", " +
+         std::to_string(d.freeElems) + "] but the product is [" +
+         std::to_string(a.freeElems) + ", " + std::to_string(b.freeElems) +
+         "]");
+  checkPsumBank(index_, inst_, tgt_, d.byteLo, d.byteHi);
+  InstrShape sh;
+  sh.partitions = d.partitions;
+  sh.matmulK = a.partitions;
+  sh.matmulM = a.freeElems;
+  sh.matmulN = b.freeElems;
+  sh.freeElems = b.freeElems;
+  sh.touchesSbuf = sh.touchesPsum = true;
+  return sh;
+}
+
+InstrShape Checker::checkCompute() {
+  size_t nsrc = 0;
+  switch (inst_.opcode) {
+  case Opcode::TensorTensor:
+    nsrc = 2;
+    break;
+  case Opcode::Select:
+    nsrc = 3;
+    break;
+  case Opcode::Memset:
+  case Opcode::Iota:
+    nsrc = 0;
+    break;
+  default:
+    nsrc = 1;
+  }
+  expectSrcs(nsrc);
+  InstrShape sh;
+  ApFacts d = checkAp(inst_.dst, -1, true);
+  sh.partitions = d.partitions;
+  sh.freeElems = d.freeElems;
+  auto note = [&](MemSpace s) {
+    (s == MemSpace::Sbuf ? sh.touchesSbuf : sh.touchesPsum) = true;
+  };
+  note(inst_.dst.space);
+  for (size_t i = 0; i < nsrc; ++i) {
+    ApFacts s = checkAp(inst_.srcs[i], int(i), true);
+    note(inst_.srcs[i].space);
+    if (inst_.opcode != Opcode::TensorReduce) {
+      expectSameShape(d, s, int(i));
+      continue;
+    }
+    // TensorReduce: dst keeps the outer free dims of the source.
+    AluOp op = inst_.alu;
+    if (op != AluOp::Add && op != AluOp::Max && op != AluOp::Min &&
+        op != AluOp::Mul)
+      fail(std::string("cannot reduce with ") + aluOpName(op) +
+           " (add, max, min, mul)");
+    size_t freeDims = inst_.srcs[0].dims.size() - 1;
+    if (inst_.axes < 1 || inst_.axes > freeDims)
+      fail("reduces " + std::to_string(inst_.axes) +
+           " innermost free dims but srcs[0] has " + std::to_string(freeDims));
+    int64_t kept = 1;
+    for (size_t k = 1; k < inst_.srcs[0].dims.size() - inst_.axes; ++k)
+      kept *= inst_.srcs[0].dims[k][1];
+    if (s.partitions != d.partitions || kept != d.freeElems)
+      fail("dst is [" + std::to_string(d.partitions) + ", " +
+           std::to_string(d.freeElems) + "] but the reduction gives [" +
+           std::to_string(s.partitions) + ", " + std::to_string(kept) + "]");
+    sh.freeElems = s.freeElems;
+  }
+  return sh;
+}
+
+InstrShape Checker::checkOperands() {
+  switch (inst_.opcode) {
+  case Opcode::DmaCopy:
+    return checkDma();
+  case Opcode::DmaGather:
+    return checkGather();
+  case Opcode::Matmul:
+    return checkMatmul();
+  default:
+    return checkCompute();
+  }
+}
+
+InstrShape Checker::run() {
+  checkQueue();
+  InstrShape sh = checkOperands(); // built in place: no copy
+  sh.dstByteLo = dstByteLo_;
+  sh.dstByteHi = dstByteHi_;
+  return sh;
+}
+
+} // namespace
+
+InstrShape checkInstruction(const Program &program, const Target &target,
+                            size_t index, const int64_t *loopCounts,
+                            int loopDepth) {
+  return Checker(program, target, index, loopCounts, loopDepth).run();
+}
+
+InstrShape checkInstruction(const Program &program, const Target &target,
+                            size_t index) {
+  int64_t counts[kMaxLoopDepth];
+  const int depth = enclosingLoopCounts(program.loops, index, counts);
+  return checkInstruction(program, target, index, counts, depth);
+}
+
+void checkWaits(const Program &program, size_t index, const int64_t *loopCounts,
+                int loopDepth) {
+  const Instruction &inst = program.instructions[index];
+  for (const SemWait &w : inst.waits) {
+    // Built only on failure: this runs for every instruction.
+    auto queue = [&] { return std::to_string(w.queue); };
+    if (w.queue >= kNumQueues)
+      failInstruction(index, inst,
+                      "waits on queue " + queue() + ", which does not exist");
+    if (w.valueTerms.empty())
+      continue;
+    const std::string problem =
+        loopTermsProblem(w.valueTerms, loopDepth, kWaitLimit, "wait value");
+    if (!problem.empty())
+      failInstruction(index, inst,
+                      problem + " (wait on queue " + queue() + ")");
+    __int128 lo, hi;
+    loopTermsRange(w.valueTerms, loopCounts, lo, hi);
+    lo += w.value;
+    hi += w.value;
+    if (lo < -kWaitLimit || hi > kWaitLimit)
+      failInstruction(index, inst,
+                      "waits on queue " + queue() + " for values " +
+                          toString(lo) + ".." + toString(hi) +
+                          ", which are out of range");
+  }
+}
+
+bool psumBankVaries(const Instruction &inst, const Target &target) {
+  if (inst.opcode != Opcode::Matmul)
+    return false;
+  for (const LoopTerm &t : inst.dst.offsetTerms)
+    if (t.coef % target.psumBankBytes != 0)
+      return true;
+  return false;
+}
+
+void failPsumBank(size_t index, const Instruction &inst, const Target &target,
+                  int64_t byteLo, int64_t byteHi) {
+  failInstruction(index, inst,
+                  "dst PSUM access [offset " + std::to_string(byteLo) + ", " +
+                      std::to_string(byteHi - byteLo) + " bytes] crosses a " +
+                      std::to_string(target.psumBankBytes) +
+                      "-byte PSUM bank boundary");
+}
+
+} // namespace neuron::runtime

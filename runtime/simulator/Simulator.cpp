@@ -1,0 +1,490 @@
+// The simulator driver: issues, times and executes instructions; sums stats.
+//
+// Loops: the program's instructions run in order with every loop expanded
+// (Loops.h LoopWalker), so a looped program runs exactly the instruction
+// instances, in the same order, as its unrolled equivalent. Each instruction
+// is checked and its timing inputs computed once, on its first instance
+// (Step); an instance evaluates only its wait values (and, in functional
+// runs, its operand offsets) at the current induction variables.
+//
+// Timing: a queue runs its instructions in order. An instruction starts at
+// max(queue free, all its semaphore waits satisfied); the semaphore of a queue
+// counts its completed instruction instances, so wait {q, v} is satisfied
+// when the v-th instance on q completes (v <= 0: at once). Compute
+// instructions cost per CostModel.h; an instruction whose start was set by a
+// wait pays the static overhead too.
+// DMA transfers take dmaFixedNs + bytes / dmaBytesPerNsPerQueue on their
+// queue (a DmaGather dmaDescriptorNs more per row) and reserve time on the
+// shared HBM channel (HbmChannel.h); the "dma" busy time is the union of
+// their intervals (DmaBusy.h). On NC-v2 (sharedSbufPsumPorts) Vector/GpSimd
+// serialize on SBUF and Vector/Scalar on PSUM.
+#include "runtime/simulator/Simulator.h"
+
+#include "runtime/program/Loops.h"
+#include "runtime/simulator/Checks.h"
+#include "runtime/simulator/functional/Execute.h"
+#include "runtime/simulator/functional/Memory.h"
+#include "runtime/simulator/timing/CostModel.h"
+#include "runtime/simulator/timing/DmaBusy.h"
+#include "runtime/simulator/timing/HbmChannel.h"
+
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <memory>
+#include <new>
+#include <string>
+
+namespace neuron::runtime {
+
+namespace {
+
+std::string queueName(int q) {
+  if (q >= kQueueDma0 && q < kNumQueues)
+    return "dma" + std::to_string(q - kQueueDma0);
+  if (q >= 0 && q < kQueueDma0)
+    return engineName(engineOfQueue(q));
+  return "?";
+}
+
+/// Timing inputs of a DMA instruction.
+struct DmaStep {
+  double queueNs = 0;   // time on its queue
+  double hbmNs = 0;     // time on the HBM channel (hbmSides > 0)
+  int64_t hbmBytes = 0; // bytes to/from HBM
+};
+
+/// Timing inputs of a compute instruction.
+struct ComputeStep {
+  Cost cost;
+  double stallNs = 0; // extra busy time of a start that waited on a semaphore
+  bool sbufPort = false, psumPort = false; // NC-v2 shared ports it holds
+  // Matmul: FLOPs, and whether an operand is fp32 (the x4 rate).
+  bool matmul = false, fp32Matmul = false;
+  uint64_t matmulFlops = 0;
+};
+
+/// What the per-instance path needs of one static instruction, computed once,
+/// on its first instance: the checked shape and the inputs of its timing.
+/// Only the part of its engine kind (dma or compute) is set.
+struct Step {
+  InstrShape sh;
+  Engine eng = Engine::Dma;
+  // Loops: the dst PSUM bank must be checked per instance (psumBankVaries).
+  bool bankPerInstance = false;
+  // Index into Simulation::bound_ of the instruction's copy whose offsets
+  // are set per instance (functional runs of instructions with offset
+  // terms), or -1.
+  int32_t bound = -1;
+  DmaStep dma;
+  ComputeStep compute;
+};
+
+class Simulation {
+public:
+  Simulation(const Program &p, const Target &t, const RunOptions &o)
+      : prog_(p), tgt_(t), opts_(o) {}
+
+  RunStats run(const std::vector<const void *> &inputs,
+               const std::vector<void *> &outputs);
+
+private:
+  void checkLoops() const;
+  void countInstances();
+  void planLoopSteps();
+  void runOnce(size_t index, const int64_t *iv);
+  const Step &loopStep(size_t index, const LoopWalker &w);
+  void prepare(Step &s, size_t index, const int64_t *loopCounts, int loopDepth);
+  void prepareDma(DmaStep &d, const InstrShape &sh) const;
+  void prepareCompute(ComputeStep &c, const Instruction &inst,
+                      const InstrShape &sh, Engine eng) const;
+  void issue(size_t index, const Step &s, const int64_t *iv);
+  double waitsSatisfied(size_t index, const Instruction &inst,
+                        const int64_t *iv) const;
+  void checkBankAt(size_t index, const Instruction &inst, const Step &s,
+                   const int64_t *iv) const;
+  void timeDma(int queue, const Step &s, double start, double &end);
+  void timeCompute(const Step &s, bool stalled, double &start, double &end,
+                   double &complete);
+  void execute(size_t index, const Instruction &inst, const Step &s,
+               const int64_t *iv);
+  /// Rethrows `e` with " (from <origin>)" appended if `inst` has an origin.
+  [[noreturn]] void rethrowWithOrigin(const SimulationError &e,
+                                      const Instruction &inst) const {
+    if (inst.origin < prog_.origins.size())
+      throw SimulationError(std::string(e.what()) + " (from " +
+                            prog_.origins[inst.origin] + ")");
+    throw e;
+  }
+  void retireDma();
+  void finish();
+  void report(bool fp32Peak);
+
+  const Program &prog_;
+  const Target &tgt_;
+  const RunOptions &opts_;
+  RunStats stats_;
+  std::unique_ptr<Memory> mem_;
+  std::unique_ptr<Executor> exec_;
+  // Steps of the instructions inside loops, in program order; slotBase_[k]
+  // is the slot of the first instruction of loop k if it is outermost.
+  std::vector<Step> loopSteps_;
+  std::vector<size_t> slotBase_;
+  Step once_; // the step of the current instruction outside loops
+  size_t prepared_ = 0; // instructions 0 .. prepared_ - 1 are prepared
+  std::vector<Instruction> bound_; // see Step::bound
+  std::array<int64_t, kNumQueues> total_{}; // instances per queue
+  int64_t totalInstances_ = 0;
+  std::array<std::vector<double>, kNumQueues> complete_; // completion times
+  std::array<double, kNumQueues> queueFree_{};
+  double sbufPortFree_ = 0, psumPortFree_ = 0; // NC-v2 shared ports
+  std::array<double, 5> engineBusy_{};
+  uint64_t matmulFlops_ = 0;
+  bool allMatmulsFp32_ = true;
+  HbmChannel hbm_;
+  int hbmReservesSinceRetire_ = 0;
+  DmaBusy dmaBusy_;
+};
+
+/// Capacity reserved up front for per-instance records: the whole run, up to
+/// a bound (a huge loop count must not allocate everything at once).
+size_t reserveFor(int64_t instances) {
+  return size_t(std::min<int64_t>(instances, int64_t(1) << 20));
+}
+
+bool hasOffsetTerms(const Instruction &inst) {
+  if (!inst.dst.offsetTerms.empty())
+    return true;
+  for (const AccessPattern &src : inst.srcs)
+    if (!src.offsetTerms.empty())
+      return true;
+  return false;
+}
+
+int64_t saturatingAdd(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
+void Simulation::checkLoops() const {
+  size_t bad = 0;
+  const std::string problem =
+      loopNestProblem(prog_.loops, prog_.instructions.size(), bad);
+  if (!problem.empty())
+    throw SimulationError("loops[" + std::to_string(bad) + "]: " + problem);
+}
+
+void Simulation::countInstances() {
+  const auto &insts = prog_.instructions;
+  const std::vector<int64_t> n = instanceCounts(prog_.loops, insts.size());
+  for (size_t i = 0; i < insts.size(); ++i) {
+    if (insts[i].queue < kNumQueues)
+      total_[insts[i].queue] = saturatingAdd(total_[insts[i].queue], n[i]);
+    totalInstances_ = saturatingAdd(totalInstances_, n[i]);
+  }
+  for (int q = 0; q < kNumQueues; ++q)
+    complete_[q].reserve(reserveFor(total_[q]));
+}
+
+/// Makes room for the steps of the instructions inside loops (each has many
+/// instances; the others have one and need no stored step).
+void Simulation::planLoopSteps() {
+  const auto &loops = prog_.loops;
+  slotBase_.assign(loops.size(), 0);
+  size_t slots = 0, topEnd = 0;
+  for (size_t k = 0; k < loops.size(); ++k) {
+    if (loops[k].begin < topEnd)
+      continue; // nested inside an outermost loop
+    slotBase_[k] = slots;
+    slots += loops[k].end - loops[k].begin;
+    topEnd = loops[k].end;
+  }
+  loopSteps_.resize(slots);
+}
+
+/// Prepares and issues an instruction outside loops: its only instance.
+void Simulation::runOnce(size_t index, const int64_t *iv) {
+  prepare(once_, index, nullptr, 0);
+  ++prepared_;
+  issue(index, once_, iv);
+}
+
+/// The step of instruction `index` inside the loops around `w`, prepared on
+/// its first instance.
+const Step &Simulation::loopStep(size_t index, const LoopWalker &w) {
+  const size_t top = w.outermost();
+  Step &s = loopSteps_[slotBase_[top] + (index - prog_.loops[top].begin)];
+  if (index == prepared_) {
+    prepare(s, index, w.counts(), w.depth());
+    ++prepared_;
+  }
+  return s;
+}
+
+void Simulation::prepare(Step &s, size_t index, const int64_t *loopCounts,
+                         int loopDepth) {
+  const Instruction &inst = prog_.instructions[index];
+  try {
+    // Constructed in place (assigning a returned InstrShape stalls on store
+    // forwarding; InstrShape is trivially destructible).
+    new (&s.sh) InstrShape(
+        checkInstruction(prog_, tgt_, index, loopCounts, loopDepth));
+  } catch (const SimulationError &e) {
+    rethrowWithOrigin(e, inst);
+  }
+  checkWaits(prog_, index, loopCounts, loopDepth);
+  s.eng = engineOfQueue(inst.queue);
+  if (s.eng == Engine::Dma)
+    prepareDma(s.dma, s.sh);
+  else
+    prepareCompute(s.compute, inst, s.sh, s.eng);
+  s.bankPerInstance = psumBankVaries(inst, tgt_);
+  s.bound = -1;
+  if (exec_ && hasOffsetTerms(inst)) {
+    s.bound = int32_t(bound_.size());
+    bound_.push_back(inst);
+  }
+}
+
+// Both fill every field in place (a step may be reused; building a copy and
+// assigning it costs store-forwarding stalls on this hot path).
+void Simulation::prepareDma(DmaStep &d, const InstrShape &sh) const {
+  d.queueNs = sh.gatherRows > 0
+                  ? dmaGatherQueueNs(tgt_, sh.bytes, sh.gatherRows)
+                  : dmaQueueNs(tgt_, sh.bytes);
+  d.hbmBytes = sh.bytes * sh.hbmSides;
+  d.hbmNs = sh.hbmSides > 0 ? hbmNs(tgt_, d.hbmBytes) : 0;
+}
+
+void Simulation::prepareCompute(ComputeStep &c, const Instruction &inst,
+                                const InstrShape &sh, Engine eng) const {
+  c.cost = computeCost(tgt_, inst, sh);
+  c.stallNs = stalledOverheadNs(tgt_, eng);
+  const bool shared = tgt_.sharedSbufPsumPorts;
+  c.sbufPort = shared && sh.touchesSbuf &&
+               (eng == Engine::Vector || eng == Engine::GpSimd);
+  c.psumPort = shared && sh.touchesPsum &&
+               (eng == Engine::Vector || eng == Engine::Scalar);
+  c.matmul = inst.opcode == Opcode::Matmul;
+  c.fp32Matmul = c.matmul && (inst.srcs[0].dtype == DType::F32 ||
+                              inst.srcs[1].dtype == DType::F32);
+  c.matmulFlops = c.matmul ? 2 * uint64_t(sh.matmulK) * uint64_t(sh.matmulM) *
+                                 uint64_t(sh.matmulN)
+                           : 0;
+}
+
+double Simulation::waitsSatisfied(size_t index, const Instruction &inst,
+                                  const int64_t *iv) const {
+  double ready = -1; // < 0: no wait constrains the start
+  for (const SemWait &w : inst.waits) {
+    const int64_t value = w.valueTerms.empty()
+                              ? w.value
+                              : loopTermsAt(w.value, w.valueTerms, iv);
+    if (value <= 0)
+      continue;
+    auto deadlock = [&](const std::string &why) {
+      return SimulationError(
+          "deadlock: instruction " + std::to_string(index) + " (" +
+          opcodeName(inst.opcode) + ") waits for " + std::to_string(value) +
+          " completions of queue " + std::to_string(w.queue) + " (" +
+          queueName(w.queue) + "), but " + why);
+    };
+    if (value > total_[w.queue])
+      throw deadlock("the queue has only " + std::to_string(total_[w.queue]) +
+                     " instructions");
+    const auto &done = complete_[w.queue];
+    if (uint64_t(value) > done.size())
+      throw deadlock("only " + std::to_string(done.size()) +
+                     " are issued before it in program order");
+    ready = std::max(ready, done[size_t(value) - 1]);
+  }
+  return ready;
+}
+
+void Simulation::checkBankAt(size_t index, const Instruction &inst,
+                             const Step &s, const int64_t *iv) const {
+  const int64_t shift = loopTermsAt(0, inst.dst.offsetTerms, iv);
+  try {
+    checkPsumBank(index, inst, tgt_, s.sh.dstByteLo + shift,
+                  s.sh.dstByteHi + shift);
+  } catch (const SimulationError &e) {
+    rethrowWithOrigin(e, inst);
+  }
+}
+
+void Simulation::timeDma(int queue, const Step &s, double start,
+                         double &end) {
+  const DmaStep &d = s.dma;
+  end = start + d.queueNs;
+  if (s.sh.hbmSides > 0) {
+    double hbmEnd = hbm_.reserve(start + tgt_.dmaFixedNs, d.hbmNs);
+    end = std::max(end, hbmEnd);
+    stats_.hbmBytes += uint64_t(d.hbmBytes);
+    if (++hbmReservesSinceRetire_ >= 1024)
+      retireDma();
+  }
+  stats_.dmaTransfers++;
+  stats_.dmaBytes += uint64_t(s.sh.bytes);
+  dmaBusy_.add(queue - kQueueDma0, start, end);
+}
+
+void Simulation::timeCompute(const Step &s, bool stalled, double &start,
+                             double &end, double &complete) {
+  const ComputeStep &c = s.compute;
+  double busyNs = c.cost.busyNs;
+  if (stalled) // the start waited on a semaphore
+    busyNs += c.stallNs;
+  if (c.sbufPort)
+    start = std::max(start, sbufPortFree_);
+  if (c.psumPort)
+    start = std::max(start, psumPortFree_);
+  end = start + busyNs;
+  complete = end + c.cost.latencyNs;
+  if (c.sbufPort)
+    sbufPortFree_ = end;
+  if (c.psumPort)
+    psumPortFree_ = end;
+  engineBusy_[size_t(s.eng)] += busyNs;
+  if (c.matmul) {
+    ++stats_.matmuls;
+    allMatmulsFp32_ &= c.fp32Matmul;
+    matmulFlops_ += c.matmulFlops;
+  }
+}
+
+void Simulation::execute(size_t index, const Instruction &inst, const Step &s,
+                         const int64_t *iv) {
+  const Instruction *at = &inst;
+  if (s.bound >= 0) { // this instance's offsets
+    Instruction &b = bound_[size_t(s.bound)];
+    b.dst.offset = loopTermsAt(inst.dst.offset, inst.dst.offsetTerms, iv);
+    for (size_t k = 0; k < inst.srcs.size(); ++k)
+      b.srcs[k].offset =
+          loopTermsAt(inst.srcs[k].offset, inst.srcs[k].offsetTerms, iv);
+    at = &b;
+  }
+  try {
+    exec_->run(index, *at, s.sh);
+  } catch (const SimulationError &e) {
+    rethrowWithOrigin(e, inst);
+  }
+}
+
+/// Times (and in functional runs executes) one instance of instruction
+/// `index`; `iv` are the induction variables of the loops around it.
+void Simulation::issue(size_t index, const Step &s, const int64_t *iv) {
+  const Instruction &inst = prog_.instructions[index];
+  if (s.bankPerInstance)
+    checkBankAt(index, inst, s, iv);
+  const int q = inst.queue;
+  const double ready = waitsSatisfied(index, inst, iv);
+  double start = std::max(queueFree_[q], ready);
+  double end, complete;
+  if (s.eng == Engine::Dma) {
+    timeDma(q, s, start, end);
+    complete = end;
+  } else {
+    timeCompute(s, ready >= queueFree_[q], start, end, complete);
+  }
+
+  queueFree_[q] = end;
+  complete_[q].push_back(complete);
+  stats_.queueBusyNs[q] += end - start;
+  stats_.simNs = std::max(stats_.simNs, complete);
+  if (opts_.timeline)
+    opts_.timeline->push_back(
+        {uint32_t(index), uint16_t(q), start, end, complete});
+  if (exec_)
+    execute(index, inst, s, iv);
+}
+
+/// Forgets the HBM reservations and folds the DMA busy intervals that no
+/// later DMA can start before.
+void Simulation::retireDma() {
+  hbmReservesSinceRetire_ = 0;
+  // A future DMA starts no earlier than its queue is free; queues with no
+  // instructions left never start one again.
+  double lowest = -1;
+  for (int q = kQueueDma0; q < kNumQueues; ++q)
+    if (int64_t(complete_[q].size()) < total_[q])
+      lowest = lowest < 0 ? queueFree_[q] : std::min(lowest, queueFree_[q]);
+  if (lowest > 0) {
+    hbm_.prune(lowest);
+    dmaBusy_.flush(lowest);
+  }
+}
+
+void Simulation::report(bool fp32Peak) {
+  const double tflops =
+      fp32Peak ? tgt_.tensorPeakFp32Tflops : tgt_.tensorPeakBf16Tflops;
+  stats_.peakFlopsPerNs = tflops * 1e3; // 1 TFLOP/s = 1000 FLOP/ns
+  for (const BufferDecl &b : prog_.buffers)
+    if (b.kind != BufferDecl::Kind::Internal)
+      stats_.minimalHbmBytes += uint64_t(b.numBytes());
+  const double computeNs =
+      stats_.peakFlopsPerNs > 0 ? double(stats_.flops) / stats_.peakFlopsPerNs
+                                : 0;
+  const double memoryNs = tgt_.hbmBytesPerNs > 0
+                              ? double(stats_.minimalHbmBytes) / tgt_.hbmBytesPerNs
+                              : 0;
+  stats_.rooflineNs = std::max(computeNs, memoryNs);
+  const double t = stats_.simNs;
+  stats_.mfu = t > 0 ? computeNs / t : 0;
+  for (const auto &[engine, busy] : stats_.engineBusyNs)
+    stats_.engineUtilization[engine] = t > 0 ? busy / t : 0;
+}
+
+/// Sums the stats of the run.
+void Simulation::finish() {
+  stats_.flops = prog_.flops ? prog_.flops : matmulFlops_;
+  for (Engine e :
+       {Engine::Tensor, Engine::Vector, Engine::Scalar, Engine::GpSimd})
+    stats_.engineBusyNs[engineName(e)] = engineBusy_[size_t(e)];
+  stats_.engineBusyNs[engineName(Engine::Dma)] = dmaBusy_.total();
+  report(stats_.matmuls > 0 && allMatmulsFp32_);
+}
+
+RunStats Simulation::run(const std::vector<const void *> &inputs,
+                         const std::vector<void *> &outputs) {
+  const auto &insts = prog_.instructions;
+  checkLoops();
+  countInstances();
+  if (!opts_.timingOnly) {
+    mem_ = std::make_unique<Memory>(prog_, tgt_, inputs, outputs,
+                                    opts_.poisonMemory);
+    exec_ = std::make_unique<Executor>(*mem_);
+  }
+  if (opts_.timeline) {
+    opts_.timeline->clear();
+    opts_.timeline->reserve(reserveFor(totalInstances_));
+  }
+  stats_.queueBusyNs.assign(kNumQueues, 0.0);
+  planLoopSteps();
+
+  // Execution order reaches instruction i first after all of 0 .. i-1, so
+  // each is prepared (and checked) exactly where an unrolled run would first
+  // reach it.
+  uint64_t instances = 0;
+  for (LoopWalker w(prog_.loops, insts.size()); !w.done(); w.next()) {
+    const size_t i = w.pc();
+    if (w.depth() == 0)
+      runOnce(i, w.iv());
+    else
+      issue(i, loopStep(i, w), w.iv());
+    ++instances;
+  }
+  stats_.instructions = instances;
+  finish();
+  return stats_;
+}
+
+} // namespace
+
+RunStats simulate(const Program &program, const Target &target,
+                  const std::vector<const void *> &inputs,
+                  const std::vector<void *> &outputs,
+                  const RunOptions &options) {
+  return Simulation(program, target, options).run(inputs, outputs);
+}
+
+} // namespace neuron::runtime

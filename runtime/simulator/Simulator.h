@@ -1,0 +1,79 @@
+// The NeuronCore simulator: runs a Program functionally and times it.
+#pragma once
+
+#include "runtime/program/Program.h"
+#include "runtime/program/Target.h"
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace neuron::runtime {
+
+/// An illegal program (capacity, partition rules, deadlock, bad operands).
+struct SimulationError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// When and where one instruction instance ran (RunOptions::timeline).
+struct InstructionTiming {
+  uint32_t instruction = 0;       // index into Program::instructions (static)
+  uint16_t queue = 0;
+  double startNs = 0;             // the queue starts the instruction
+  double endNs = 0;               // the queue can start its next instruction
+  double completeNs = 0;          // result visible, semaphore incremented
+};
+
+struct RunOptions {
+  /// Skip functional execution: outputs are not written (their contents are
+  /// whatever the caller's memory held) and data-dependent errors, such as a
+  /// DmaGather index out of range, are not detected. Timing does not depend
+  /// on data, so stats are identical.
+  bool timingOnly = false;
+  /// Fill SBUF, PSUM and internal HBM buffers with 0xFF bytes (NaN in float
+  /// dtypes) instead of zeros, to expose reads of memory never written.
+  bool poisonMemory = false;
+  /// If set, receives one entry per executed instruction instance, in
+  /// program order with the loops expanded (Trace.h writes it as a Chrome
+  /// trace / Perfetto timeline).
+  std::vector<InstructionTiming> *timeline = nullptr;
+};
+
+struct RunStats {
+  double simNs = 0;               // simulated device time
+  uint64_t flops = 0;
+  uint64_t hbmBytes = 0;          // bytes moved to/from HBM by DMA
+  uint64_t instructions = 0;     // executed instruction instances
+  std::map<std::string, double> engineBusyNs; // tensor, vector, scalar, gpsimd, dma
+  // Added members. "dma" above is the time at least one DMA queue is active.
+  std::vector<double> queueBusyNs;   // per queue (kNumQueues entries)
+  uint64_t dmaTransfers = 0;         // DmaCopy and DmaGather instances
+  uint64_t dmaBytes = 0;             // bytes they moved, any spaces
+  uint64_t matmuls = 0;
+  // Report (issue 5). Peaks come from the Target (HARDWARE.md).
+  /// Peak Tensor-engine FLOPs per ns used for `mfu` and `rooflineNs`: the fp32
+  /// peak if the program has matmuls and every one of them has an fp32
+  /// operand (the x4 rate), else the bf16 peak (fp16 runs at the bf16 rate).
+  double peakFlopsPerNs = 0;
+  /// Achieved / peak Tensor-engine FLOPs: flops / (simNs * peakFlopsPerNs).
+  double mfu = 0;
+  /// Bytes a perfect implementation moves to/from HBM: the sizes of all
+  /// Input, Output and Constant buffers (each once).
+  uint64_t minimalHbmBytes = 0;
+  /// max(flops / peakFlopsPerNs, minimalHbmBytes / hbmBytesPerNs): the time
+  /// the graph needs when bound only by Tensor-engine FLOPs or HBM bandwidth.
+  double rooflineNs = 0;
+  /// engineBusyNs[e] / simNs, same keys (tensor, vector, scalar, gpsimd, dma).
+  std::map<std::string, double> engineUtilization;
+};
+
+/// Runs `program` on one simulated core of `target`.
+/// `inputs[i]` / `outputs[i]` point to contiguous host memory laid out like the
+/// buffer whose kind is Input / Output and whose index is i.
+RunStats simulate(const Program &program, const Target &target,
+                  const std::vector<const void *> &inputs,
+                  const std::vector<void *> &outputs, const RunOptions &options = {});
+
+} // namespace neuron::runtime

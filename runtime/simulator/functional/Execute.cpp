@@ -1,0 +1,495 @@
+// Functional execution: elementwise ops, reductions, matmul, copies.
+//
+// Float instructions run the fp32 kernels of Kernels.h on chunks of at most
+// kChunkF elements, aligned to the operands' contiguous runs: an fp32 operand
+// whose run covers the chunk is used in place; any other operand is gathered
+// into (or scattered from) an L1-sized scratch array with dtype conversion.
+// Instructions with an integer operand (and iota) compute in double through
+// the generic functors of ElementOps.h. Matmul packs its operands into panels
+// and runs the blocked kernel of MatmulKernel.cpp straight into PSUM.
+// Select takes the float path when its two value operands and dst are float
+// (the condition, often i1, converts to float without turning non-zero into
+// zero). Sources may be broadcast along the row (innermost free stride 0):
+// they never run in place and are gathered with one load per run. DmaGather
+// copies one table row per destination partition, checking each index.
+#include "runtime/simulator/functional/Execute.h"
+
+#include "runtime/simulator/Simulator.h"
+#include "runtime/simulator/functional/ElementOps.h"
+#include "runtime/simulator/functional/Kernels.h"
+#include "runtime/simulator/functional/Numerics.h"
+
+#include <algorithm>
+#include <string>
+
+namespace neuron::runtime {
+
+namespace {
+
+constexpr int64_t kChunk = 4096;  // double path
+constexpr int64_t kChunkF = 2048; // float path: 3 x 8 KiB of scratch
+constexpr int64_t kMinInPlaceRun = 64;
+
+/// The next `n` elements of `c` are fp32 and contiguous: usable in place.
+bool directF32(const Cursor &c, int64_t n) {
+  return c.view().dtype == DType::F32 && c.innerStride() == 4 &&
+         c.run() >= n && (reinterpret_cast<uintptr_t>(c.ptr()) & 3) == 0;
+}
+
+/// Byte range of the next `n` elements of `c` if they lie in its current run;
+/// else the whole address space (unknown: assume it overlaps everything).
+struct Range {
+  const uint8_t *lo, *hi;
+};
+Range nextRange(const Cursor &c, int64_t n) {
+  if (c.run() < n)
+    return {nullptr, reinterpret_cast<const uint8_t *>(~uintptr_t(0))};
+  const int64_t span = (n - 1) * c.innerStride();
+  const uint8_t *p = c.ptr();
+  return {std::min(p, p + span), std::max(p, p + span) + c.view().elemBytes};
+}
+bool overlap(Range a, Range b) { return a.lo < b.hi && b.lo < a.hi; }
+
+float combine(AluOp op, float a, float b) {
+  switch (op) {
+  case AluOp::Mul:
+    return a * b;
+  case AluOp::Max:
+    return (a > b || a != a) ? a : b;
+  case AluOp::Min:
+    return (a < b || a != a) ? a : b;
+  default:
+    return a + b;
+  }
+}
+
+bool anyIntegerOperand(const Instruction &inst) {
+  if (isIntegerDType(inst.dst.dtype))
+    return true;
+  for (const auto &s : inst.srcs)
+    if (isIntegerDType(s.dtype))
+      return true;
+  return false;
+}
+
+} // namespace
+
+template <class T> T *Executor::scratch(int slot, size_t n) {
+  auto &v = [&]() -> std::vector<T> & {
+    if constexpr (std::is_same_v<T, float>)
+      return fbuf_[slot];
+    else
+      return dbuf_[slot];
+  }();
+  if (v.size() < n)
+    v.resize(n);
+  return v.data();
+}
+
+template <class T>
+void Executor::elementwise(const Instruction &inst, const InstrShape &shape) {
+  const View dv = mem_.view(inst.dst);
+  Cursor d(dv);
+  Cursor s0(inst.srcs.size() > 0 ? mem_.view(inst.srcs[0]) : dv);
+  Cursor s1(inst.srcs.size() > 1 ? mem_.view(inst.srcs[1]) : dv);
+  Cursor s2(inst.srcs.size() > 2 ? mem_.view(inst.srcs[2]) : dv);
+  const int64_t total = dv.numElements();
+  T *a = scratch<T>(0, kChunk), *b = scratch<T>(1, kChunk),
+    *o = scratch<T>(2, kChunk), *c = scratch<T>(3, kChunk);
+  const T imm0 = T(inst.imm[0]), imm1 = T(inst.imm[1]);
+  const int64_t freeElems = shape.freeElems;
+
+  for (int64_t off = 0; off < total; off += kChunk) {
+    const int64_t n = std::min(kChunk, total - off);
+    switch (inst.opcode) {
+    case Opcode::Activation:
+      gather(s0, a, n);
+      withActFunc<T>(inst.func, [&](auto f) {
+        for (int64_t i = 0; i < n; ++i)
+          o[i] = f(a[i] * imm0 + imm1);
+      });
+      break;
+    case Opcode::TensorTensor:
+      gather(s0, a, n);
+      gather(s1, b, n);
+      withAluOp<T>(inst.alu, [&](auto f) {
+        for (int64_t i = 0; i < n; ++i)
+          o[i] = f(a[i], b[i]);
+      });
+      break;
+    case Opcode::TensorScalar:
+      gather(s0, a, n);
+      withAluOp<T>(inst.alu, [&](auto f) {
+        if (inst.reverse)
+          for (int64_t i = 0; i < n; ++i)
+            o[i] = f(imm0, a[i]);
+        else
+          for (int64_t i = 0; i < n; ++i)
+            o[i] = f(a[i], imm0);
+      });
+      break;
+    case Opcode::TensorCopy:
+      gather(s0, o, n);
+      break;
+    case Opcode::Select:
+      gather(s0, a, n);
+      gather(s1, b, n);
+      gather(s2, c, n);
+      for (int64_t i = 0; i < n; ++i)
+        o[i] = a[i] != T(0) ? b[i] : c[i];
+      break;
+    case Opcode::Memset:
+      std::fill(o, o + n, imm0);
+      break;
+    case Opcode::Iota: {
+      // dst[p, i] = imm0 + imm1 * p + i, p relative to the first partition.
+      int64_t p = off / freeElems, i = off % freeElems;
+      for (int64_t j = 0; j < n; ++j) {
+        o[j] = T(inst.imm[0] + inst.imm[1] * double(p) + double(i));
+        if (++i == freeElems) {
+          i = 0;
+          ++p;
+        }
+      }
+      break;
+    }
+    default:
+      break;
+    }
+    scatter(d, o, n);
+  }
+}
+
+template <class T> void Executor::reduce(const Instruction &inst) {
+  const AccessPattern &src = inst.srcs[0];
+  int64_t group = 1; // elements reduced into one output
+  for (size_t k = src.dims.size() - inst.axes; k < src.dims.size(); ++k)
+    group *= src.dims[k][1];
+  const View sv = mem_.view(src);
+  Cursor s(sv), d(mem_.view(inst.dst));
+  const int64_t total = sv.numElements();
+  T *a = scratch<T>(0, kChunk), *o = scratch<T>(2, kChunk);
+  const T init = reduceInit<T>(inst.alu);
+  T acc = init;
+  int64_t inGroup = 0, nout = 0;
+
+  withAluOp<T>(inst.alu, [&](auto f) {
+    for (int64_t off = 0; off < total; off += kChunk) {
+      const int64_t n = std::min(kChunk, total - off);
+      gather(s, a, n);
+      for (int64_t i = 0; i < n; ++i) {
+        acc = f(acc, a[i]);
+        if (++inGroup == group) {
+          o[nout++] = acc;
+          acc = init;
+          inGroup = 0;
+          if (nout == kChunk) {
+            scatter(d, o, nout);
+            nout = 0;
+          }
+        }
+      }
+    }
+  });
+  scatter(d, o, nout);
+}
+
+void Executor::elementwiseF32(const Instruction &inst) {
+  const View dv = mem_.view(inst.dst);
+  const size_t nsrc = inst.srcs.size();
+  Cursor d(dv);
+  Cursor s0(nsrc > 0 ? mem_.view(inst.srcs[0]) : dv);
+  Cursor s1(nsrc > 1 ? mem_.view(inst.srcs[1]) : dv);
+  Cursor s2(nsrc > 2 ? mem_.view(inst.srcs[2]) : dv);
+  const int64_t total = dv.numElements();
+  float *ba = scratch<float>(0, kChunkF), *bb = scratch<float>(1, kChunkF),
+        *bo = scratch<float>(2, kChunkF), *bc = scratch<float>(3, kChunkF);
+  const float imm0 = float(inst.imm[0]), imm1 = float(inst.imm[1]);
+
+  for (int64_t off = 0; off < total;) {
+    int64_t n = std::min(kChunkF, total - off);
+    // Cut chunks at the end of long runs so that each can be used in place.
+    auto align = [&](const Cursor &c) {
+      if (c.run() >= kMinInPlaceRun)
+        n = std::min(n, c.run());
+    };
+    align(d);
+    if (nsrc > 0)
+      align(s0);
+    if (nsrc > 1)
+      align(s1);
+    if (nsrc > 2)
+      align(s2);
+    const Range dr = nextRange(d, n);
+
+    // Sources: in place, or converted into scratch.
+    const float *a = nullptr, *b = nullptr, *c = nullptr;
+    bool aliasOk = true; // no in-place source partially overlaps dst
+    auto fetch = [&](Cursor &c, float *buf) -> const float * {
+      if (!directF32(c, n)) {
+        gather(c, buf, n);
+        return buf;
+      }
+      const float *p = reinterpret_cast<const float *>(c.ptr());
+      if (reinterpret_cast<const uint8_t *>(p) != dr.lo &&
+          overlap(nextRange(c, n), dr))
+        aliasOk = false;
+      c.advance(n);
+      return p;
+    };
+    if (nsrc > 0)
+      a = fetch(s0, ba);
+    if (nsrc > 1)
+      b = fetch(s1, bb);
+    if (nsrc > 2)
+      c = fetch(s2, bc);
+
+    if (inst.opcode == Opcode::TensorCopy) { // a dtype conversion
+      if (a != ba && !aliasOk) {
+        std::copy(a, a + n, bo);
+        a = bo;
+      }
+      scatter(d, a, n);
+      off += n;
+      continue;
+    }
+
+    float *o = bo;
+    if (aliasOk && directF32(d, n))
+      o = reinterpret_cast<float *>(d.ptr());
+    switch (inst.opcode) {
+    case Opcode::Activation:
+      kernels::activation(inst.func, a, o, n, imm0, imm1);
+      break;
+    case Opcode::TensorTensor:
+      kernels::tensorTensor(inst.alu, a, b, o, n);
+      break;
+    case Opcode::TensorScalar:
+      kernels::tensorScalar(inst.alu, a, imm0, inst.reverse, o, n);
+      break;
+    case Opcode::Memset:
+      std::fill(o, o + n, imm0);
+      break;
+    case Opcode::Select:
+      for (int64_t i = 0; i < n; ++i)
+        o[i] = a[i] != 0.0f ? b[i] : c[i];
+      break;
+    default:
+      break;
+    }
+    if (o == bo)
+      scatter(d, bo, n);
+    else
+      d.advance(n);
+    off += n;
+  }
+}
+
+void Executor::reduceF32(const Instruction &inst) {
+  const AccessPattern &src = inst.srcs[0];
+  int64_t group = 1; // elements reduced into one output
+  for (size_t k = src.dims.size() - inst.axes; k < src.dims.size(); ++k)
+    group *= src.dims[k][1];
+  const View sv = mem_.view(src);
+  Cursor s(sv), d(mem_.view(inst.dst));
+  const int64_t outputs = sv.numElements() / group;
+  float *ba = scratch<float>(0, kChunkF), *o = scratch<float>(2, kChunkF);
+  int64_t nout = 0;
+  for (int64_t g = 0; g < outputs; ++g) {
+    float acc = 0;
+    for (int64_t done = 0; done < group;) {
+      const int64_t n = std::min(kChunkF, group - done);
+      const float *p = ba;
+      if (directF32(s, n)) {
+        p = reinterpret_cast<const float *>(s.ptr());
+        s.advance(n);
+      } else {
+        gather(s, ba, n);
+      }
+      const float part = kernels::reduce(inst.alu, p, n);
+      acc = done == 0 ? part : combine(inst.alu, acc, part);
+      done += n;
+    }
+    o[nout++] = acc;
+    if (nout == kChunkF) {
+      scatter(d, o, nout);
+      nout = 0;
+    }
+  }
+  scatter(d, o, nout);
+}
+
+namespace {
+
+/// Packs the [rows, cols] operand under `c` (row-major walk) into panels of
+/// `width` columns: out[(j / width) * rows * width + r * width + j % width].
+/// Columns past `cols` up to the panel width are zero.
+template <int width>
+void packPanels(Cursor &c, int64_t rows, int64_t cols, float *out,
+                std::vector<float> &rowBuf) {
+  const int64_t panels = (cols + width - 1) / width;
+  if (rowBuf.size() < size_t(cols))
+    rowBuf.resize(size_t(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *row = rowBuf.data();
+    if (directF32(c, cols)) {
+      row = reinterpret_cast<const float *>(c.ptr());
+      c.advance(cols);
+    } else {
+      gather(c, rowBuf.data(), cols);
+    }
+    const int64_t full = cols / width;
+    for (int64_t p = 0; p < full; ++p) { // fixed-size copies: no memmove calls
+      float *dst = out + (p * rows + r) * width;
+      const float *src = row + p * width;
+      for (int j = 0; j < width; ++j)
+        dst[j] = src[j];
+    }
+    if (full < panels) {
+      float *dst = out + (full * rows + r) * width;
+      const int64_t w = cols - full * width;
+      for (int j = 0; j < width; ++j)
+        dst[j] = j < w ? row[full * width + j] : 0.0f;
+    }
+  }
+}
+
+/// Whether element (i, j) of the [m, n] fp32 view `v` is at
+/// base + (i * ldc + j) floats (and then ldc).
+bool asRows(const View &v, int64_t m, int64_t n, int64_t &ldc) {
+  if (v.dtype != DType::F32 || (reinterpret_cast<uintptr_t>(v.base) & 3))
+    return false;
+  if (v.ndims == 2 && v.size[0] == m && v.size[1] == n && v.stride[1] == 4 &&
+      v.stride[0] > 0 && v.stride[0] % 4 == 0) {
+    ldc = v.stride[0] / 4;
+    return true;
+  }
+  if (v.ndims == 1 && m == 1 && v.size[0] == n && v.stride[0] == 4) {
+    ldc = n;
+    return true;
+  }
+  if (v.ndims == 1 && n == 1 && v.size[0] == m && v.stride[0] > 0 &&
+      v.stride[0] % 4 == 0) {
+    ldc = v.stride[0] / 4;
+    return true;
+  }
+  return false;
+}
+
+} // namespace
+
+void Executor::matmul(const Instruction &inst, const InstrShape &shape) {
+  const int64_t k = shape.matmulK, m = shape.matmulM, n = shape.matmulN;
+  constexpr int MR = kernels::kMatmulMR, NR = kernels::kMatmulNR;
+  const size_t aSize = size_t((m + MR - 1) / MR * MR * k),
+               bSize = size_t((n + NR - 1) / NR * NR * k);
+  if (mmA_.size() < aSize)
+    mmA_.resize(aSize);
+  if (mmB_.size() < bSize)
+    mmB_.resize(bSize);
+  Cursor a(mem_.view(inst.srcs[0])), b(mem_.view(inst.srcs[1]));
+  packPanels<MR>(a, k, m, mmA_.data(), mmRow_);
+  packPanels<NR>(b, k, n, mmB_.data(), mmRow_);
+  const View dv = mem_.view(inst.dst);
+  int64_t ldc = 0;
+  if (asRows(dv, m, n, ldc)) {
+    kernels::matmulPanels(mmA_.data(), mmB_.data(),
+                          reinterpret_cast<float *>(dv.base), k, m, n, ldc,
+                          inst.accumulate);
+    return;
+  }
+  if (mmC_.size() < size_t(m * n))
+    mmC_.resize(size_t(m * n));
+  if (inst.accumulate) {
+    Cursor old(dv);
+    gather(old, mmC_.data(), m * n);
+  }
+  kernels::matmulPanels(mmA_.data(), mmB_.data(), mmC_.data(), k, m, n, n,
+                        inst.accumulate);
+  Cursor d(dv);
+  scatter(d, mmC_.data(), m * n);
+}
+
+void matmulKernel(const float *a, const float *b, float *c, int64_t k,
+                  int64_t m, int64_t n) {
+  View va, vb;
+  va = View::make(const_cast<uint8_t *>(reinterpret_cast<const uint8_t *>(a)),
+                  DType::F32, {{m, k}, {1, m}}, 0, false);
+  vb = View::make(const_cast<uint8_t *>(reinterpret_cast<const uint8_t *>(b)),
+                  DType::F32, {{n, k}, {1, n}}, 0, false);
+  constexpr int MR = kernels::kMatmulMR, NR = kernels::kMatmulNR;
+  std::vector<float> ap(size_t((m + MR - 1) / MR * MR * k)),
+      bp(size_t((n + NR - 1) / NR * NR * k)), row;
+  Cursor ca(va), cb(vb);
+  packPanels<MR>(ca, k, m, ap.data(), row);
+  packPanels<NR>(cb, k, n, bp.data(), row);
+  kernels::matmulPanels(ap.data(), bp.data(), c, k, m, n, n, false);
+}
+
+void Executor::gatherRows(size_t index, const Instruction &inst,
+                          const InstrShape &shape) {
+  const int64_t parts = shape.gatherRows, rows = shape.tableRows;
+  double *idx = scratch<double>(0, size_t(parts));
+  Cursor ic(mem_.view(inst.srcs[1]));
+  gather(ic, idx, parts); // i32 exactly; i64 exactly up to 2^53
+  const AccessPattern &table = inst.srcs[0];
+  AccessPattern row = table; // one row: the table's dims without the first
+  row.dims.erase(row.dims.begin());
+  AccessPattern dstRow = inst.dst; // one partition of dst
+  const int64_t pstride = parts > 1 ? inst.dst.dims[0][0] : 0;
+  dstRow.dims[0] = {1, 1};
+  for (int64_t p = 0; p < parts; ++p) {
+    const double r = idx[p];
+    if (!(r >= 0 && r < double(rows)))
+      failInstruction(index, inst,
+                      "index " + std::to_string(toInt64(r)) + " (partition " +
+                          std::to_string(p) + ") is outside the table's " +
+                          std::to_string(rows) + " rows");
+    row.offset = table.offset + int64_t(r) * table.dims[0][0];
+    dstRow.partition = uint32_t(int64_t(inst.dst.partition) + p * pstride);
+    copyElements(mem_.view(dstRow), mem_.view(row));
+  }
+}
+
+void Executor::run(size_t index, const Instruction &inst,
+                   const InstrShape &shape) {
+  mem_.prepare(inst);
+  switch (inst.opcode) {
+  case Opcode::DmaCopy:
+    copyElements(mem_.view(inst.dst), mem_.view(inst.srcs[0]));
+    return;
+  case Opcode::DmaGather:
+    gatherRows(index, inst, shape);
+    return;
+  case Opcode::Select:
+    if (isIntegerDType(inst.dst.dtype) || isIntegerDType(inst.srcs[1].dtype) ||
+        isIntegerDType(inst.srcs[2].dtype))
+      elementwise<double>(inst, shape);
+    else
+      elementwiseF32(inst);
+    return;
+  case Opcode::Matmul:
+    matmul(inst, shape);
+    return;
+  case Opcode::TensorCopy:
+    if (inst.dst.dtype == inst.srcs[0].dtype) {
+      copyElements(mem_.view(inst.dst), mem_.view(inst.srcs[0]));
+      return;
+    }
+    break;
+  case Opcode::TensorReduce:
+    if (anyIntegerOperand(inst))
+      reduce<double>(inst);
+    else
+      reduceF32(inst);
+    return;
+  default:
+    break;
+  }
+  if (anyIntegerOperand(inst) || inst.opcode == Opcode::Iota)
+    elementwise<double>(inst, shape);
+  else
+    elementwiseF32(inst);
+}
+
+} // namespace neuron::runtime

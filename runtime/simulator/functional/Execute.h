@@ -1,0 +1,45 @@
+// Functional execution: computes one checked instruction's result in Memory.
+#pragma once
+
+#include "runtime/program/Program.h"
+#include "runtime/simulator/Checks.h"
+#include "runtime/simulator/functional/Memory.h"
+
+#include <cstddef>
+#include <vector>
+
+namespace neuron::runtime {
+
+class Executor {
+public:
+  explicit Executor(Memory &memory) : mem_(memory) {}
+
+  /// Executes `inst`, instruction `index` of its program; `shape` is what
+  /// checkInstruction returned for it. Throws SimulationError on a
+  /// data-dependent error (a DmaGather index out of range).
+  void run(size_t index, const Instruction &inst, const InstrShape &shape);
+
+private:
+  // Integer operands: computed in double (exact up to 2^53).
+  template <class T>
+  void elementwise(const Instruction &inst, const InstrShape &shape);
+  template <class T> void reduce(const Instruction &inst);
+  // Float operands: fp32 kernels (Kernels.h) on contiguous runs.
+  void elementwiseF32(const Instruction &inst);
+  void reduceF32(const Instruction &inst);
+  void matmul(const Instruction &inst, const InstrShape &shape);
+  void gatherRows(size_t index, const Instruction &inst,
+                  const InstrShape &shape);
+  template <class T> T *scratch(int slot, size_t n);
+
+  Memory &mem_;
+  std::vector<float> fbuf_[4];   // slots: srcs[0], srcs[1], result, srcs[2]
+  std::vector<double> dbuf_[4];
+  std::vector<float> mmA_, mmB_, mmC_, mmRow_;
+};
+
+/// C[M][N] = A[K][M]^T @ B[K][N], all row-major fp32.
+void matmulKernel(const float *a, const float *b, float *c, int64_t k,
+                  int64_t m, int64_t n);
+
+} // namespace neuron::runtime

@@ -1,0 +1,306 @@
+// Elementwise, reduction and conversion kernels (see Kernels.h).
+#include "runtime/simulator/functional/Kernels.h"
+
+#include "runtime/simulator/functional/KernelsDetail.h"
+#include "runtime/simulator/functional/VecMath.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace neuron::runtime::kernels {
+
+using vm::kLanes;
+using vm::load8;
+using vm::sel;
+using vm::splat;
+using vm::store8;
+using vm::vf8;
+
+namespace {
+
+/// out[i] = f(in[i] * scale + bias), a vector V at a time, then the tail.
+template <class V, class F>
+NEURON_AI void mapUnary(const float *in, float *out, int64_t n, float scale,
+                        float bias, F f) {
+  constexpr int lanes = int(sizeof(V) / sizeof(float));
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes)
+    vm::storeV(out + i, f(vm::loadV<V>(in + i) * scale + bias));
+  for (; i < n; ++i)
+    out[i] = f(in[i] * scale + bias);
+}
+
+/// Scalar-only functions (libm): no vector form.
+template <class F>
+NEURON_AI void mapUnaryScalar(const float *in, float *out, int64_t n,
+                              float scale, float bias, F f) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = f(in[i] * scale + bias);
+}
+
+/// mode 0: a[i] op b[i]; 1: a[i] op imm; 2: imm op a[i].
+template <class Op>
+NEURON_AI void mapBinary(const float *a, const float *b, float imm, int mode,
+                         float *out, int64_t n, Op op) {
+  int64_t i = 0;
+  if (mode == 0) {
+    for (; i + kLanes <= n; i += kLanes)
+      store8(out + i, op(load8(a + i), load8(b + i)));
+    for (; i < n; ++i)
+      out[i] = op(a[i], b[i]);
+  } else if (mode == 1) {
+    const vf8 s = splat<vf8>(imm);
+    for (; i + kLanes <= n; i += kLanes)
+      store8(out + i, op(load8(a + i), s));
+    for (; i < n; ++i)
+      out[i] = op(a[i], imm);
+  } else {
+    const vf8 s = splat<vf8>(imm);
+    for (; i + kLanes <= n; i += kLanes)
+      store8(out + i, op(s, load8(a + i)));
+    for (; i < n; ++i)
+      out[i] = op(imm, a[i]);
+  }
+}
+
+template <class Op>
+NEURON_AI void mapBinaryScalar(const float *a, const float *b, float imm,
+                               int mode, float *out, int64_t n, Op op) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = mode == 2 ? imm : a[i];
+    const float y = mode == 0 ? b[i] : mode == 1 ? imm : a[i];
+    out[i] = op(x, y);
+  }
+}
+
+#define NEURON_LAMBDA_AI __attribute__((always_inline))
+
+template <class V> NEURON_AI V boolToFloat(decltype(V{} < V{}) m) {
+  return sel(m, splat<V>(1.0f), splat<V>(0.0f));
+}
+
+NEURON_AI void binaryDispatch(AluOp op, const float *a, const float *b,
+                              float imm, int mode, float *out, int64_t n) {
+#define NEURON_BIN(expr)                                                      \
+  return mapBinary(a, b, imm, mode, out, n,                                   \
+                   [](auto x, auto y) NEURON_LAMBDA_AI {                       \
+                     using V = decltype(x);                                   \
+                     (void)sizeof(V);                                         \
+                     return expr;                                             \
+                   })
+  switch (op) {
+  case AluOp::Add:
+    NEURON_BIN(x + y);
+  case AluOp::Sub:
+    NEURON_BIN(x - y);
+  case AluOp::Mul:
+    NEURON_BIN(x * y);
+  case AluOp::Div:
+    NEURON_BIN(x / y);
+  case AluOp::Max: // NaN-propagating, as torch.maximum
+    NEURON_BIN(sel((x > y) | (x != x), x, y));
+  case AluOp::Min:
+    NEURON_BIN(sel((x < y) | (x != x), x, y));
+  case AluOp::Eq:
+    NEURON_BIN(boolToFloat<V>(x == y));
+  case AluOp::Ne:
+    NEURON_BIN(boolToFloat<V>(x != y));
+  case AluOp::Lt:
+    NEURON_BIN(boolToFloat<V>(x < y));
+  case AluOp::Le:
+    NEURON_BIN(boolToFloat<V>(x <= y));
+  case AluOp::Gt:
+    NEURON_BIN(boolToFloat<V>(x > y));
+  case AluOp::Ge:
+    NEURON_BIN(boolToFloat<V>(x >= y));
+  case AluOp::And: // logical on floats
+    NEURON_BIN(boolToFloat<V>((x != 0.0f) & (y != 0.0f)));
+  case AluOp::Or:
+    NEURON_BIN(boolToFloat<V>((x != 0.0f) | (y != 0.0f)));
+  case AluOp::Xor:
+    NEURON_BIN(boolToFloat<V>((x != 0.0f) ^ (y != 0.0f)));
+  case AluOp::Pow:
+    return mapBinaryScalar(a, b, imm, mode, out, n,
+                           [](float x, float y) { return std::pow(x, y); });
+  case AluOp::Mod: // torch.remainder: the result takes the divisor's sign
+    return mapBinaryScalar(a, b, imm, mode, out, n, [](float x, float y) {
+      float r = std::fmod(x, y);
+      return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
+    });
+  }
+#undef NEURON_BIN
+}
+
+template <class Op>
+NEURON_AI float reduceLoop(const float *a, int64_t n, float init, Op op) {
+  vf8 acc0 = splat<vf8>(init), acc1 = acc0;
+  int64_t i = 0;
+  for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
+    acc0 = op(acc0, load8(a + i));
+    acc1 = op(acc1, load8(a + i + kLanes));
+  }
+  if (i + kLanes <= n) {
+    acc0 = op(acc0, load8(a + i));
+    i += kLanes;
+  }
+  acc0 = op(acc0, acc1);
+  float r = op(op(op(acc0[0], acc0[1]), op(acc0[2], acc0[3])),
+               op(op(acc0[4], acc0[5]), op(acc0[6], acc0[7])));
+  for (; i < n; ++i)
+    r = op(r, a[i]);
+  return r;
+}
+
+} // namespace
+
+const char *isaName() {
+#if NEURON_KERNEL_CLONES
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("x86-64-v4"))
+    return "x86-64-v4";
+  if (__builtin_cpu_supports("x86-64-v3"))
+    return "x86-64-v3";
+#endif
+  return "baseline";
+}
+
+namespace {
+
+/// The activation loops with vectors of type VW.
+template <class VW>
+NEURON_AI void activationBody(ActFunc f, const float *in, float *out,
+                              int64_t n, float scale, float bias) {
+  using namespace vm;
+#define NEURON_ACT(expr)                                                      \
+  return mapUnary<VW>(in, out, n, scale, bias, [](auto x) NEURON_LAMBDA_AI {  \
+    using V = decltype(x);                                                    \
+    (void)sizeof(V);                                                          \
+    return expr;                                                              \
+  })
+#define NEURON_ACT_SCALAR(expr)                                               \
+  return mapUnaryScalar(in, out, n, scale, bias, [](float x) { return expr; })
+  switch (f) {
+  case ActFunc::Identity:
+    NEURON_ACT(x);
+  case ActFunc::Relu: // NaN stays NaN, as torch.relu
+    NEURON_ACT(sel(x < 0.0f, splat<V>(0.0f), x));
+  case ActFunc::Exp:
+    NEURON_ACT(vexp(x));
+  case ActFunc::Log:
+    NEURON_ACT(vlog(x));
+  case ActFunc::Tanh:
+    NEURON_ACT(vtanh(x));
+  case ActFunc::Sigmoid:
+    NEURON_ACT(vsigmoid(x));
+  case ActFunc::Sqrt:
+    NEURON_ACT_SCALAR(std::sqrt(x));
+  case ActFunc::Rsqrt:
+    NEURON_ACT_SCALAR(1.0f / std::sqrt(x));
+  case ActFunc::Erf:
+    NEURON_ACT(verf(x));
+  case ActFunc::Gelu:
+    NEURON_ACT(vgelu(x));
+  case ActFunc::GeluTanh:
+    NEURON_ACT(vgeluTanh(x));
+  case ActFunc::Silu:
+    NEURON_ACT(x * vsigmoid(x));
+  case ActFunc::Square:
+    NEURON_ACT(x * x);
+  case ActFunc::Abs:
+    NEURON_ACT(vabs(x));
+  case ActFunc::Neg:
+    NEURON_ACT(-x);
+  case ActFunc::Reciprocal:
+    NEURON_ACT(1.0f / x);
+  case ActFunc::Sin:
+    NEURON_ACT_SCALAR(std::sin(x));
+  case ActFunc::Cos:
+    NEURON_ACT_SCALAR(std::cos(x));
+  case ActFunc::Softplus:
+    NEURON_ACT(vsoftplus(x));
+  }
+#undef NEURON_ACT
+#undef NEURON_ACT_SCALAR
+}
+
+// Transcendentals are compute bound: AVX-512 machines run them 16 wide.
+// (C++ function versions: GCC builds the ifunc dispatcher.)
+#if NEURON_KERNEL_CLONES
+__attribute__((target("arch=x86-64-v4"))) void
+activationImpl(ActFunc f, const float *in, float *out, int64_t n, float scale,
+               float bias) {
+  activationBody<vm::vf16>(f, in, out, n, scale, bias);
+}
+__attribute__((target("arch=x86-64-v3"))) void
+activationImpl(ActFunc f, const float *in, float *out, int64_t n, float scale,
+               float bias) {
+  activationBody<vm::vf8>(f, in, out, n, scale, bias);
+}
+__attribute__((target("default"))) void
+activationImpl(ActFunc f, const float *in, float *out, int64_t n, float scale,
+               float bias) {
+  activationBody<vm::vf8>(f, in, out, n, scale, bias);
+}
+#else
+void activationImpl(ActFunc f, const float *in, float *out, int64_t n,
+                    float scale, float bias) {
+  activationBody<vm::vf8>(f, in, out, n, scale, bias);
+}
+#endif
+
+} // namespace
+
+void activation(ActFunc f, const float *in, float *out, int64_t n, float scale,
+                float bias) {
+  activationImpl(f, in, out, n, scale, bias);
+}
+
+NEURON_CLONES void tensorTensor(AluOp op, const float *a, const float *b,
+                                float *out, int64_t n) {
+  binaryDispatch(op, a, b, 0.0f, 0, out, n);
+}
+
+NEURON_CLONES void tensorScalar(AluOp op, const float *a, float imm,
+                                bool reverse, float *out, int64_t n) {
+  binaryDispatch(op, a, nullptr, imm, reverse ? 2 : 1, out, n);
+}
+
+NEURON_CLONES float reduce(AluOp op, const float *a, int64_t n) {
+  switch (op) {
+  case AluOp::Mul:
+    return reduceLoop(a, n, 1.0f,
+                      [](auto x, auto y) NEURON_LAMBDA_AI { return x * y; });
+  case AluOp::Max:
+    return reduceLoop(a, n, -__builtin_inff(),
+                      [](auto x, auto y) NEURON_LAMBDA_AI {
+                        return sel((x > y) | (x != x), x, y);
+                      });
+  case AluOp::Min:
+    return reduceLoop(a, n, __builtin_inff(),
+                      [](auto x, auto y) NEURON_LAMBDA_AI {
+                        return sel((x < y) | (x != x), x, y);
+                      });
+  default:
+    return reduceLoop(a, n, 0.0f,
+                      [](auto x, auto y) NEURON_LAMBDA_AI { return x + y; });
+  }
+}
+
+NEURON_CLONES void bf16ToF32(const uint16_t *in, float *out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t u = uint32_t(in[i]) << 16;
+    std::memcpy(out + i, &u, 4);
+  }
+}
+
+NEURON_CLONES void f32ToBf16(const float *in, uint16_t *out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t u;
+    std::memcpy(&u, in + i, 4);
+    const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1)) >> 16;
+    const uint32_t quiet = (u >> 16) | 0x40;
+    out[i] = uint16_t((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
+  }
+}
+
+} // namespace neuron::runtime::kernels

@@ -1,0 +1,56 @@
+// Hot loops of the functional simulator on contiguous fp32 arrays.
+//
+// Each entry point switches once on its operation and runs a loop over whole
+// vectors (VecMath.h) and then the tail. On x86-64 with GCC every entry point
+// is built for several ISAs: baseline x86-64, x86-64-v3 (AVX2, FMA) and, for
+// the elementwise kernels, x86-64-v4 (AVX-512; activations run 16 wide); the
+// loader picks the best the CPU supports (ifunc), so binaries still run on
+// any x86-64 machine. The kernels may fuse multiply-adds (FMA variants), so
+// fp32 results can differ in the last bit between CPUs with and without FMA:
+// transcendental functions, and matmuls of fp32 inputs (bf16 and fp16
+// products are exact in fp32, so those matmuls do not depend on the CPU).
+// Everything else in the runtime is built with -ffp-contract=off.
+#pragma once
+
+#include "runtime/program/Program.h"
+
+#include <cstdint>
+
+namespace neuron::runtime::kernels {
+
+/// "x86-64-v3" when the AVX2/FMA variants run, else "baseline".
+const char *isaName();
+
+/// out[i] = f(in[i] * scale + bias). `in` may equal `out`.
+void activation(ActFunc f, const float *in, float *out, int64_t n, float scale,
+                float bias);
+
+/// out[i] = a[i] <op> b[i]. Inputs may equal `out`.
+void tensorTensor(AluOp op, const float *a, const float *b, float *out,
+                  int64_t n);
+
+/// out[i] = a[i] <op> imm, or imm <op> a[i] if `reverse`. `a` may equal `out`.
+void tensorScalar(AluOp op, const float *a, float imm, bool reverse,
+                  float *out, int64_t n);
+
+/// The reduction of a[0..n) with op (add, mul, max, min) starting from op's
+/// identity. Sums use 16 interleaved partial sums combined in a fixed order
+/// (deterministic, and closer to torch's cascade sums than a serial sum).
+float reduce(AluOp op, const float *a, int64_t n);
+
+void bf16ToF32(const uint16_t *in, float *out, int64_t n);
+/// Round to nearest even; NaN stays a quiet NaN.
+void f32ToBf16(const float *in, uint16_t *out, int64_t n);
+
+/// Matmul of packed panels (MatmulKernel.cpp). Row block widths:
+inline constexpr int kMatmulMR = 6, kMatmulNR = 16;
+
+/// C[M, N] (+)= A^T B for A [K, M] and B [K, N] given as panels:
+///   ap[(i / MR) * K * MR + k * MR + i % MR] = A[k, i]   (M padded to MR)
+///   bp[(j / NR) * K * NR + k * NR + j % NR] = B[k, j]   (N padded to NR)
+/// C element (i, j) is c[i * ldc + j]. The products of one element are summed
+/// in order of k from 0, then added to C if `accumulate`.
+void matmulPanels(const float *ap, const float *bp, float *c, int64_t k,
+                  int64_t m, int64_t n, int64_t ldc, bool accumulate);
+
+} // namespace neuron::runtime::kernels

@@ -1,0 +1,271 @@
+// Functional memory of one simulated core (see Memory.h).
+#include "runtime/simulator/functional/Memory.h"
+
+#include "runtime/simulator/Simulator.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+
+namespace neuron::runtime {
+
+namespace {
+
+// calloc, because the OS hands out zero pages lazily: a 28 MiB SBUF costs
+// only the pages a program touches.
+uint8_t *allocate(int64_t bytes, bool poison) {
+  size_t n = size_t(bytes > 0 ? bytes : 1);
+  void *p = std::calloc(n, 1);
+  if (!p)
+    throw std::bad_alloc();
+  if (poison)
+    std::memset(p, 0xff, n);
+  return static_cast<uint8_t *>(p);
+}
+
+/// The last released SBUF / PSUM block of this thread, per space, kept so
+/// that the next run does not pay for allocating and zeroing 30 MB again.
+struct CachedBlock {
+  uint8_t *base = nullptr;
+  int64_t bytes = 0;
+  int64_t partBytes = 0, partHi = 0, byteHi = 0;
+  uint8_t fill = 0;
+};
+
+struct BlockCache {
+  CachedBlock slot[2]; // SBUF-sized and PSUM-sized blocks
+  ~BlockCache() {
+    for (CachedBlock &b : slot)
+      std::free(b.base);
+  }
+};
+
+thread_local BlockCache tCache;
+
+std::string bufferLabel(size_t i, const BufferDecl &b) {
+  return "buffer " + std::to_string(i) + " (\"" + b.name + "\")";
+}
+
+} // namespace
+
+Memory::Memory(const Program &program, const Target &target,
+               const std::vector<const void *> &inputs,
+               const std::vector<void *> &outputs, bool poison)
+{
+  try {
+    hbm_.resize(program.buffers.size());
+    for (size_t i = 0; i < program.buffers.size(); ++i) {
+      const BufferDecl &b = program.buffers[i];
+      switch (b.kind) {
+      case BufferDecl::Kind::Input:
+      case BufferDecl::Kind::Output: {
+        bool in = b.kind == BufferDecl::Kind::Input;
+        size_t count = in ? inputs.size() : outputs.size();
+        if (b.index < 0 || size_t(b.index) >= count)
+          throw SimulationError(bufferLabel(i, b) + " is " +
+                                (in ? "input " : "output ") +
+                                std::to_string(b.index) + " but " +
+                                std::to_string(count) + " were passed");
+        const void *p = in ? inputs[b.index] : outputs[b.index];
+        if (!p && b.numBytes() > 0)
+          throw SimulationError(bufferLabel(i, b) + ": null pointer passed");
+        // Inputs are never written: checkInstruction rejects such writes.
+        hbm_[i] = static_cast<uint8_t *>(const_cast<void *>(p));
+        break;
+      }
+      case BufferDecl::Kind::Constant:
+        if (int64_t(b.data.size()) != b.numBytes())
+          throw SimulationError(
+              bufferLabel(i, b) + " holds " + std::to_string(b.data.size()) +
+              " bytes of data but declares " + std::to_string(b.numBytes()));
+        // Constants are never written either.
+        hbm_[i] = const_cast<uint8_t *>(b.data.data());
+        break;
+      case BufferDecl::Kind::Internal:
+        owned_.push_back(allocate(b.numBytes(), poison));
+        hbm_[i] = owned_.back();
+        break;
+      }
+    }
+    const uint8_t fill = poison ? 0xff : 0;
+    sbuf_ = acquire(target.partitions, target.sbufBytesPerPartition, fill);
+    psum_ = acquire(target.partitions, target.psumBytesPerPartition, fill);
+  } catch (...) {
+    for (uint8_t *p : owned_)
+      std::free(p);
+    release(sbuf_);
+    throw;
+  }
+}
+
+Memory::~Memory() {
+  for (uint8_t *p : owned_)
+    std::free(p);
+  release(sbuf_);
+  release(psum_);
+}
+
+Memory::OnChip Memory::acquire(int64_t partitions, int64_t partBytes,
+                               uint8_t fill) {
+  OnChip b;
+  b.partBytes = partBytes;
+  b.partitions = partitions;
+  b.fill = fill;
+  b.stale.assign(size_t((partBytes + OnChip::kGranule - 1) / OnChip::kGranule),
+                 {0, 0});
+  const int64_t bytes = partitions * partBytes;
+  for (CachedBlock &c : tCache.slot) {
+    if (!c.base || c.bytes != bytes)
+      continue;
+    b.base = c.base;
+    if (c.fill != fill || c.partBytes != partBytes || partitions > 128) {
+      std::memset(b.base, fill, size_t(bytes));
+    } else {
+      // The old run's extent is stale; nothing is cleared yet.
+      std::array<uint64_t, 2> mask = {0, 0};
+      for (int64_t p = 0; p < c.partHi; ++p)
+        mask[size_t(p / 64)] |= uint64_t(1) << (p % 64);
+      const int64_t granules =
+          (c.byteHi + OnChip::kGranule - 1) / OnChip::kGranule;
+      if (mask[0] | mask[1])
+        for (int64_t g = 0; g < granules; ++g)
+          b.stale[size_t(g)] = mask;
+      b.staleGranules = (mask[0] | mask[1]) ? granules : 0;
+    }
+    c = CachedBlock();
+    return b;
+  }
+  b.base = allocate(bytes, fill != 0);
+  return b;
+}
+
+void Memory::release(OnChip &b) {
+  if (!b.base)
+    return;
+  CachedBlock *dst = nullptr;
+  const int64_t bytes = b.partitions * b.partBytes;
+  for (CachedBlock &c : tCache.slot)
+    if (!c.base) {
+      dst = &c;
+      break;
+    }
+  if (!dst) { // replace the block of another size, if any
+    for (CachedBlock &c : tCache.slot)
+      if (c.bytes != bytes) {
+        dst = &c;
+        break;
+      }
+  }
+  if (!dst) {
+    std::free(b.base);
+  } else {
+    std::free(dst->base);
+    dst->base = b.base;
+    dst->bytes = bytes;
+    dst->partBytes = b.partBytes;
+    // Stale granules this run never touched stay stale in the next one.
+    int64_t partHi = b.partHi, byteHi = b.byteHi;
+    for (size_t g = 0; g < b.stale.size(); ++g)
+      for (int w = 0; w < 2; ++w)
+        if (uint64_t m = b.stale[g][size_t(w)]) {
+          partHi = std::max<int64_t>(partHi, w * 64 + 64 - __builtin_clzll(m));
+          byteHi = std::max<int64_t>(byteHi, int64_t(g + 1) * OnChip::kGranule);
+        }
+    dst->partHi = std::min(partHi, b.partitions);
+    dst->byteHi = std::min(byteHi, b.partBytes);
+    dst->fill = b.fill;
+  }
+  b.base = nullptr;
+}
+
+namespace {
+
+/// Whether the free dims of `ap` (dims[1..]) visit every element of one
+/// contiguous byte range once: row-major, innermost stride 1.
+bool denseFree(const AccessPattern &ap) {
+  int64_t expect = 1;
+  for (size_t i = ap.dims.size(); i-- > 1;) {
+    if (ap.dims[i][1] == 1)
+      continue;
+    if (ap.dims[i][0] != expect)
+      return false;
+    expect *= ap.dims[i][1];
+  }
+  return true;
+}
+
+} // namespace
+
+void Memory::touch(const AccessPattern &ap, bool write) {
+  if (ap.space == MemSpace::Hbm)
+    return;
+  OnChip &b = ap.space == MemSpace::Sbuf ? sbuf_ : psum_;
+  const int64_t eb = dtypeSize(ap.dtype);
+  int64_t lo = ap.offset, hi = ap.offset + eb;
+  for (size_t i = 1; i < ap.dims.size(); ++i) {
+    const int64_t ext = ap.dims[i][0] * (ap.dims[i][1] - 1) * eb;
+    (ext < 0 ? lo : hi) += ext;
+  }
+  const int64_t p0 = ap.partition, parts = ap.dims[0][1],
+                pstride = parts > 1 ? ap.dims[0][0] : 1;
+  const int64_t pLast = p0 + (parts - 1) * pstride;
+  b.partHi = std::max(b.partHi, pLast + 1);
+  b.byteHi = std::max(b.byteHi, hi);
+  if (b.staleGranules == 0)
+    return;
+
+  std::array<uint64_t, 2> mask = {0, 0};
+  for (int64_t p = p0; p <= pLast; p += pstride)
+    mask[size_t(p / 64)] |= uint64_t(1) << (p % 64);
+  const bool dense = write && denseFree(ap);
+  const int64_t G = OnChip::kGranule;
+  for (int64_t g = lo / G; g <= (hi - 1) / G; ++g) {
+    auto &st = b.stale[size_t(g)];
+    const uint64_t m0 = st[0] & mask[0], m1 = st[1] & mask[1];
+    if (!(m0 | m1))
+      continue;
+    const int64_t gLo = g * G, gHi = std::min(gLo + G, b.partBytes);
+    if (!(dense && lo <= gLo && gHi <= hi)) { // not overwritten entirely
+      // A dense write overwrites [lo, hi): clear only the rest of the granule.
+      const int64_t keepLo = dense ? std::max(lo, gLo) : gHi;
+      const int64_t keepHi = dense ? std::min(hi, gHi) : gHi;
+      for (int w = 0; w < 2; ++w)
+        for (uint64_t m = w ? m1 : m0; m; m &= m - 1) {
+          const int64_t p = w * 64 + __builtin_ctzll(m);
+          uint8_t *row = b.base + p * b.partBytes;
+          std::memset(row + gLo, b.fill, size_t(keepLo - gLo));
+          if (keepHi < gHi)
+            std::memset(row + keepHi, b.fill, size_t(gHi - keepHi));
+        }
+    }
+    st[0] &= ~m0;
+    st[1] &= ~m1;
+    if (!(st[0] | st[1]))
+      --b.staleGranules;
+  }
+}
+
+void Memory::prepare(const Instruction &inst) {
+  for (const AccessPattern &s : inst.srcs)
+    touch(s, false); // reads first: an in-place op reads the old bytes
+  touch(inst.dst, !(inst.opcode == Opcode::Matmul && inst.accumulate));
+}
+
+View Memory::view(const AccessPattern &ap) const {
+  switch (ap.space) {
+  case MemSpace::Hbm:
+    return View::make(hbm_[ap.buffer] + ap.offset * dtypeSize(ap.dtype),
+                      ap.dtype, ap.dims, 0, false);
+  case MemSpace::Sbuf:
+  case MemSpace::Psum: {
+    const OnChip &b = ap.space == MemSpace::Sbuf ? sbuf_ : psum_;
+    return View::make(b.base + int64_t(ap.partition) * b.partBytes + ap.offset,
+                      ap.dtype, ap.dims, b.partBytes, true);
+  }
+  }
+  return View();
+}
+
+} // namespace neuron::runtime

@@ -1,0 +1,65 @@
+// Functional memory of one simulated core: HBM buffers, SBUF, PSUM on the host.
+#pragma once
+
+#include "runtime/program/Program.h"
+#include "runtime/program/Target.h"
+#include "runtime/simulator/functional/StridedView.h"
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+namespace neuron::runtime {
+
+class Memory {
+public:
+  /// Binds Input/Output buffers to the caller's pointers (inputs[index],
+  /// outputs[index]), Constant buffers to their data, and allocates Internal
+  /// buffers, SBUF and PSUM zero-filled (or 0xFF-filled when `poison`, which
+  /// reads back as NaN in float dtypes). Throws SimulationError on a missing
+  /// pointer or a constant whose data does not match its declaration.
+  Memory(const Program &program, const Target &target,
+         const std::vector<const void *> &inputs,
+         const std::vector<void *> &outputs, bool poison);
+  ~Memory();
+  Memory(const Memory &) = delete;
+  Memory &operator=(const Memory &) = delete;
+
+  /// The host view of a checked access pattern.
+  View view(const AccessPattern &ap) const;
+
+  /// Call before executing `inst` (checked): makes what it reads of SBUF and
+  /// PSUM, and what it writes only in part, read back as a fresh run's
+  /// memory (zeros, or 0xFF with poison), wherever an earlier run on this
+  /// thread left its data there (see OnChip).
+  void prepare(const Instruction &inst);
+
+private:
+  /// SBUF or PSUM: one host block of partitions x partBytes. Blocks are
+  /// recycled through a per-thread cache (Memory.cpp) instead of being
+  /// allocated and zero-filled per run. What the last run touched is "stale"
+  /// in the next one, tracked per partition and kGranule bytes, and cleared
+  /// lazily: when an instruction reads it, or writes only part of a granule
+  /// (a dense write clears only the part it does not overwrite); a granule an
+  /// instruction overwrites entirely is never cleared.
+  struct OnChip {
+    static constexpr int64_t kGranule = 2048;
+    uint8_t *base = nullptr;
+    int64_t partBytes = 0, partitions = 0;
+    uint8_t fill = 0;
+    // Extent touched in this run: partitions [0, partHi), bytes [0, byteHi).
+    int64_t partHi = 0, byteHi = 0;
+    // stale[g]: bit p set if partition p's granule g holds an old run's data.
+    std::vector<std::array<uint64_t, 2>> stale;
+    int64_t staleGranules = 0; // granules with any bit set
+  };
+  static OnChip acquire(int64_t partitions, int64_t partBytes, uint8_t fill);
+  static void release(OnChip &block);
+  void touch(const AccessPattern &ap, bool write);
+
+  std::vector<uint8_t *> hbm_;
+  std::vector<uint8_t *> owned_; // freed in the destructor
+  OnChip sbuf_, psum_;
+};
+
+} // namespace neuron::runtime

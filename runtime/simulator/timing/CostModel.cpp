@@ -1,0 +1,170 @@
+// Instruction cost formulas; every number comes from the Target.
+//
+// Vector / Scalar / GpSimd instructions cost formula(N) + accessOverheadCycles
+// at the engine's clock, with N the free elements per partition. Every formula
+// is floored at minII (HARDWARE.md: "MIN_II is about 64 cycles"), and doubled
+// when an operand's innermost free stride exceeds 16 bytes (HARDWARE.md:
+// such strides halve SBUF/PSUM bandwidth). Matmuls occupy the Tensor engine
+// for their initiation interval and complete matmulLatencyCycles later.
+//
+// Broadcast operands: a source whose innermost free dim has stride 0 (a
+// [P, 1] tile read along the row, as the compiler's fusion emits) reads one
+// value per partition. A tensor_tensor with such an operand is what the
+// hardware runs as a tensor_scalar with a per-partition scalar operand, so it
+// costs N (tensor_scalar's formula) rather than 2N. Stride 0 never counts as
+// a wide stride.
+//
+// Select (dst = cond ? a : b) has no documented cost; ESTIMATE: tensor_tensor's
+// general formula, 2N (three source streams, no fast mode).
+#include "runtime/simulator/timing/CostModel.h"
+
+#include <algorithm>
+
+namespace neuron::runtime {
+
+namespace {
+
+bool allBf16(const Instruction &inst) {
+  if (inst.dst.dtype != DType::BF16)
+    return false;
+  for (const auto &s : inst.srcs)
+    if (s.dtype != DType::BF16)
+      return false;
+  return true;
+}
+
+bool innerContiguous(const AccessPattern &ap) {
+  return ap.dims.size() < 2 || ap.dims.back()[0] == 1 || ap.dims.back()[1] == 1;
+}
+
+bool wideInnerStride(const AccessPattern &ap) {
+  if (ap.dims.size() < 2 || ap.dims.back()[1] == 1)
+    return false;
+  int64_t s = ap.dims.back()[0];
+  return (s < 0 ? -s : s) * dtypeSize(ap.dtype) > 16;
+}
+
+/// The innermost free dim (size > 1) has stride 0: one value per partition.
+bool broadcastRow(const AccessPattern &ap) {
+  for (size_t i = ap.dims.size(); i-- > 1;)
+    if (ap.dims[i][1] > 1)
+      return ap.dims[i][0] == 0;
+  return false;
+}
+
+double tensorTensorCycles(const Instruction &inst, double n) {
+  bool psumInput = false, contiguous = true, broadcast = false;
+  for (const auto &s : inst.srcs) {
+    psumInput |= s.space == MemSpace::Psum;
+    contiguous &= innerContiguous(s);
+    broadcast |= broadcastRow(s);
+  }
+  if (broadcast) // runs as a tensor_scalar with a per-partition operand
+    return n;
+  bool fastAlu = inst.alu == AluOp::Add || inst.alu == AluOp::Sub ||
+                 inst.alu == AluOp::Mul;
+  if (psumInput || (allBf16(inst) && fastAlu && contiguous))
+    return n;
+  return 2 * n;
+}
+
+} // namespace
+
+double engineGhz(const Target &t, Engine e) {
+  switch (e) {
+  case Engine::Tensor:
+    return t.tensorGhz;
+  case Engine::Vector:
+    return t.vectorGhz;
+  case Engine::Scalar:
+    return t.scalarGhz;
+  case Engine::GpSimd:
+    return t.gpsimdGhz;
+  case Engine::Dma:
+    return 0;
+  }
+  return 0;
+}
+
+double matmulCycles(const Target &t, int64_t m, int64_t n, bool fp32Inputs) {
+  int64_t stationary = std::min<int64_t>(t.matmulStationaryCycles, m);
+  double c = double(std::max<int64_t>(stationary, n));
+  return fp32Inputs ? c * t.matmulFp32Factor : c;
+}
+
+double computeCycles(const Target &t, const Instruction &inst,
+                     const InstrShape &shape) {
+  const double n = double(shape.freeElems);
+  double c = n;
+  switch (inst.opcode) {
+  case Opcode::Matmul:
+    return matmulCycles(t, shape.matmulM, shape.matmulN,
+                        inst.srcs[0].dtype == DType::F32 ||
+                            inst.srcs[1].dtype == DType::F32);
+  case Opcode::Activation:
+  case Opcode::TensorScalar:
+  case Opcode::TensorCopy:
+    c = n;
+    break;
+  case Opcode::TensorTensor:
+    c = tensorTensorCycles(inst, n);
+    break;
+  case Opcode::TensorReduce: {
+    bool half = inst.srcs[0].dtype == DType::BF16 &&
+                (inst.alu == AluOp::Add || inst.alu == AluOp::Max);
+    c = half ? n / 2 : n;
+    break;
+  }
+  case Opcode::Memset:
+    c = inst.dst.dtype == DType::BF16 ? n / 2 : n;
+    break;
+  case Opcode::Iota:
+    c = t.iotaFixedCycles + n;
+    break;
+  case Opcode::Select:
+    c = 2 * n;
+    break;
+  case Opcode::DmaCopy:
+  case Opcode::DmaGather:
+    return 0;
+  }
+  bool wide = wideInnerStride(inst.dst);
+  for (const auto &s : inst.srcs)
+    wide |= wideInnerStride(s);
+  if (wide)
+    c *= 2;
+  return std::max(c, double(t.minII));
+}
+
+Cost computeCost(const Target &t, const Instruction &inst,
+                 const InstrShape &shape) {
+  Engine e = engineOfQueue(inst.queue);
+  double ghz = engineGhz(t, e);
+  Cost cost;
+  if (inst.opcode == Opcode::Matmul) {
+    cost.busyNs = computeCycles(t, inst, shape) / ghz;
+    cost.latencyNs = t.matmulLatencyCycles / ghz;
+    return cost;
+  }
+  cost.busyNs = (computeCycles(t, inst, shape) + t.accessOverheadCycles) / ghz;
+  return cost;
+}
+
+double stalledOverheadNs(const Target &t, Engine e) {
+  double ghz = engineGhz(t, e);
+  return ghz > 0 ? t.staticOverheadCycles / ghz : 0;
+}
+
+double dmaQueueNs(const Target &t, int64_t bytes) {
+  return t.dmaFixedNs + double(bytes) / t.dmaBytesPerNsPerQueue;
+}
+
+double dmaGatherQueueNs(const Target &t, int64_t bytes, int64_t rows) {
+  return dmaQueueNs(t, bytes) + double(rows) * t.dmaDescriptorNs;
+}
+
+double hbmNs(const Target &t, int64_t bytes) {
+  return double(bytes) / t.hbmBytesPerNs;
+}
+
+} // namespace neuron::runtime

@@ -1,0 +1,51 @@
+// The cost model: how long each instruction keeps its queue busy.
+#pragma once
+
+#include "runtime/program/Program.h"
+#include "runtime/program/Target.h"
+#include "runtime/simulator/Checks.h"
+
+#include <cstdint>
+
+namespace neuron::runtime {
+
+/// Timing of one compute instruction. The queue can start its next
+/// instruction after `busyNs`; the result (and the semaphore increment) is
+/// visible after `busyNs + latencyNs`.
+struct Cost {
+  double busyNs = 0;
+  double latencyNs = 0;
+};
+
+/// Clock of an engine in GHz (cycles per ns). Dma has no clock: returns 0.
+double engineGhz(const Target &t, Engine e);
+
+/// Tensor-engine cycles of one matmul (its initiation interval):
+/// max(min(matmulStationaryCycles, M), N), x matmulFp32Factor for fp32 inputs.
+double matmulCycles(const Target &t, int64_t m, int64_t n, bool fp32Inputs);
+
+/// Engine cycles of a Vector/Scalar/GpSimd instruction, without the
+/// per-instruction access overhead. `shape` comes from checkInstruction.
+double computeCycles(const Target &t, const Instruction &inst,
+                     const InstrShape &shape);
+
+/// Busy time and latency of a compute (non-DMA) instruction.
+Cost computeCost(const Target &t, const Instruction &inst,
+                 const InstrShape &shape);
+
+/// Extra busy time of an instruction whose start waited on a semaphore
+/// (HARDWARE.md: ~100 cycles static overhead for dependent instructions).
+double stalledOverheadNs(const Target &t, Engine e);
+
+/// Time one DMA queue needs for a transfer of `bytes`.
+double dmaQueueNs(const Target &t, int64_t bytes);
+
+/// Time one DMA queue needs for a DmaGather of `rows` rows, `bytes` in all:
+/// a transfer of `bytes` plus dmaDescriptorNs per row (one descriptor each;
+/// the ESTIMATE is explained in Target.cpp).
+double dmaGatherQueueNs(const Target &t, int64_t bytes, int64_t rows);
+
+/// Time the shared HBM channel needs for `bytes`.
+double hbmNs(const Target &t, int64_t bytes);
+
+} // namespace neuron::runtime

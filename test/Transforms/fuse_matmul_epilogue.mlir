@@ -1,0 +1,56 @@
+// RUN: neuron-opt %s -neuron-fuse-elementwise -neuron-fuse-matmul-epilogue -split-input-file | FileCheck %s
+
+// Linear + bias + GELU: the fusion consumes the matmul's only result over the same
+// shape, and its other operand (the bias) exists before the matmul: it becomes the
+// matmul's epilogue and runs on each PSUM tile.
+// CHECK-LABEL: func @epilogue
+// CHECK: ntorch.matmul
+// CHECK-NEXT: ntorch.fusion {{.*}} {ntorch.matmul_epilogue}
+func.func @epilogue(%x: tensor<256x512xf32>, %w: tensor<512x384xf32>, %b: tensor<384xf32>) -> tensor<256x384xf32> {
+  %0 = ntorch.matmul %x, %w : tensor<256x512xf32>, tensor<512x384xf32> -> tensor<256x384xf32>
+  %1 = ntorch.binary add %0, %b : tensor<256x384xf32>, tensor<384xf32> -> tensor<256x384xf32>
+  %2 = ntorch.unary gelu %1 : tensor<256x384xf32> -> tensor<256x384xf32>
+  return %2 : tensor<256x384xf32>
+}
+
+// -----
+
+// The matmul result is also returned: it must reach HBM, so no epilogue.
+// CHECK-LABEL: func @two_users
+// CHECK-NOT: ntorch.matmul_epilogue
+func.func @two_users(%x: tensor<256x512xf32>, %w: tensor<512x384xf32>) -> (tensor<256x384xf32>, tensor<256x384xf32>) {
+  %0 = ntorch.matmul %x, %w : tensor<256x512xf32>, tensor<512x384xf32> -> tensor<256x384xf32>
+  %1 = ntorch.unary relu %0 : tensor<256x384xf32> -> tensor<256x384xf32>
+  return %0, %1 : tensor<256x384xf32>, tensor<256x384xf32>
+}
+
+// -----
+
+// A fusion with a row reduction (here max, sub, exp of a softmax) needs whole rows in
+// one PSUM tile (512 fp32): rows of 1024 do not fit, rows of 384 do.
+// CHECK-LABEL: func @wide_rows
+// CHECK-NOT: ntorch.matmul_epilogue
+// CHECK-LABEL: func @narrow_rows
+// CHECK: ntorch.fusion {{.*}} {ntorch.matmul_epilogue}
+func.func @wide_rows(%x: tensor<128x64xf32>, %w: tensor<64x1024xf32>) -> tensor<128x1024xf32> {
+  %0 = ntorch.matmul %x, %w : tensor<128x64xf32>, tensor<64x1024xf32> -> tensor<128x1024xf32>
+  %1 = ntorch.fusion %0 : tensor<128x1024xf32> -> tensor<128x1024xf32> {
+  ^bb0(%a: tensor<128x1024xf32>):
+    %m = ntorch.reduce max %a [1] {keepdim} : tensor<128x1024xf32> -> tensor<128x1xf32>
+    %d = ntorch.binary sub %a, %m : tensor<128x1024xf32>, tensor<128x1xf32> -> tensor<128x1024xf32>
+    %e = ntorch.unary exp %d : tensor<128x1024xf32> -> tensor<128x1024xf32>
+    ntorch.yield %e : tensor<128x1024xf32>
+  }
+  return %1 : tensor<128x1024xf32>
+}
+func.func @narrow_rows(%x: tensor<128x64xf32>, %w: tensor<64x384xf32>) -> tensor<128x384xf32> {
+  %0 = ntorch.matmul %x, %w : tensor<128x64xf32>, tensor<64x384xf32> -> tensor<128x384xf32>
+  %1 = ntorch.fusion %0 : tensor<128x384xf32> -> tensor<128x384xf32> {
+  ^bb0(%a: tensor<128x384xf32>):
+    %m = ntorch.reduce max %a [1] {keepdim} : tensor<128x384xf32> -> tensor<128x1xf32>
+    %d = ntorch.binary sub %a, %m : tensor<128x384xf32>, tensor<128x1xf32> -> tensor<128x384xf32>
+    %e = ntorch.unary exp %d : tensor<128x384xf32> -> tensor<128x384xf32>
+    ntorch.yield %e : tensor<128x384xf32>
+  }
+  return %1 : tensor<128x384xf32>
+}

@@ -2,7 +2,6 @@
 // result tile by tile, straight from PSUM, instead of reading it back from HBM.
 #include "compiler/Passes.h"
 #include "dialects/NTorch/IR/NTorchOps.h"
-#include "runtime/program/Program.h"
 #include "runtime/program/Target.h"
 
 using namespace mlir;

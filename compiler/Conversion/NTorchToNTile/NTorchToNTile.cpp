@@ -1,10 +1,15 @@
-// The convert-ntorch-to-ntile pass: tensors become HBM buffers, ops become tiles.
+// The convert-ntorch-to-ntile pass: tensors become HBM buffers, ops become loop nests of
+// tiles. A dialect conversion: tensor types convert to HBM memrefs, each ntorch op family
+// has its pattern (the lowerings of TileEmitter.h), and a function returning tensors
+// takes output buffers instead.
 #include "compiler/Conversion/NTorchToNTile/TileEmitter.h"
 #include "compiler/Passes.h"
 #include "dialects/NTorch/IR/NTorchOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Transforms/DialectConversion.h"
 
 using namespace mlir;
 using neuron::ntile::MemSpace;
@@ -15,70 +20,118 @@ namespace neuron::compiler {
 
 namespace {
 
-MemRefType hbmType(Type tensorType) {
-  auto t = cast<RankedTensorType>(tensorType);
+MemRefType hbmType(RankedTensorType t) {
   return ntile::getBufferType(t.getShape(), t.getElementType(), MemSpace::hbm);
 }
 
-LogicalResult lowerOp(TileEmitter &e, Operation *op) {
-  if (isa<ntorch::MatmulOp>(op))
-    return lowerMatmul(e, op);
-  if (isa<ntorch::UnaryOp, ntorch::BinaryOp, ntorch::CastOp, ntorch::SelectOp>(op))
-    return lowerElementwise(e, op);
-  if (isa<ntorch::ConstantOp, ntorch::ReshapeOp, ntorch::PermuteOp, ntorch::BroadcastOp,
-          ntorch::SliceOp, ntorch::ConcatOp, ntorch::ScatterWindowOp, ntorch::PadOp, ntorch::GatherRowsOp>(op))
-    return lowerDataMovement(e, op);
-  if (isa<ntorch::ReduceOp>(op))
-    return lowerReduction(e, op);
-  if (isa<ntorch::Conv2dOp, ntorch::Pool2dOp>(op))
-    return lowerWindow(e, op);
-  if (isa<ntorch::FusionOp>(op))
-    return lowerFusion(e, op);
-  return op->emitOpError("has no lowering to ntile");
+/// Tensors live in HBM.
+struct HbmTypeConverter : TypeConverter {
+  HbmTypeConverter() {
+    addConversion([](Type t) { return t; });
+    addConversion([](RankedTensorType t) -> Type { return hbmType(t); });
+  }
+};
+
+using Lowering = LogicalResult (*)(TileEmitter &, Operation *);
+
+/// Lowers the ops of one family: the operands' buffers come from the adaptor, the
+/// results' buffers replace the op.
+struct TilePattern : ConversionPattern {
+  TilePattern(const TypeConverter &converter, MLIRContext *ctx, const runtime::Target &target,
+              TileState &state, Lowering lowering, StringRef opName)
+      : ConversionPattern(converter, opName, /*benefit=*/1, ctx), target(target), state(state),
+        lowering(lowering) {}
+
+  LogicalResult matchAndRewrite(Operation *op, ArrayRef<Value> operands,
+                                ConversionPatternRewriter &rewriter) const override {
+    TileEmitter e(rewriter, target, state);
+    for (auto [original, converted] : llvm::zip(op->getOperands(), operands))
+      if (isa<RankedTensorType>(original.getType()))
+        e.setBuffer(original, converted);
+    if (failed(lowering(e, op)))
+      return failure();
+    // Ops lowered ahead of their turn (a matmul's epilogue fusion) are done too: replace
+    // them first, so that a matmul whose only reader was its epilogue can go.
+    for (Operation *early : llvm::make_early_inc_range(state.loweredEarly)) {
+      rewriter.replaceOp(early, resultBuffers(early));
+      state.loweredEarly.erase(early);
+    }
+    SmallVector<Value> results = resultBuffers(op);
+    if (llvm::any_of(results, [](Value v) { return !v; }))
+      rewriter.eraseOp(op); // its result never leaves PSUM
+    else
+      rewriter.replaceOp(op, results);
+    return success();
+  }
+
+  /// The buffers the lowering created for the results of `op` (null for none).
+  SmallVector<Value> resultBuffers(Operation *op) const {
+    SmallVector<Value> results;
+    for (Value r : op->getResults())
+      results.push_back(state.buffers.lookup(r));
+    return results;
+  }
+
+  const runtime::Target &target;
+  TileState &state;
+  Lowering lowering;
+};
+
+/// `return %tensors` becomes copies into the output buffers that did not receive their
+/// tensor in place (inputs, views, repeated values), and an empty return.
+struct ReturnPattern : OpConversionPattern<func::ReturnOp> {
+  ReturnPattern(const TypeConverter &converter, MLIRContext *ctx, const runtime::Target &target,
+                TileState &state, unsigned numInputs)
+      : OpConversionPattern(converter, ctx), target(target), state(state), numInputs(numInputs) {}
+
+  LogicalResult matchAndRewrite(func::ReturnOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    TileEmitter e(rewriter, target, state);
+    Block *body = op->getBlock();
+    for (auto [i, v] : llvm::enumerate(adaptor.getOperands())) {
+      Value output = body->getArgument(numInputs + i);
+      if (v == output)
+        continue;
+      auto shape = cast<MemRefType>(v.getType()).getShape();
+      e.copyStrided(op.getLoc(), v, 0, contiguousStrides(shape), output, shape);
+    }
+    rewriter.replaceOpWithNewOp<func::ReturnOp>(op);
+    return success();
+  }
+
+  const runtime::Target &target;
+  TileState &state;
+  unsigned numInputs;
+};
+
+/// Adds one output buffer argument per result; returned tensors are computed into them.
+void addOutputArguments(func::FuncOp func, TileState &state) {
+  Block &body = func.getBody().front();
+  FunctionType type = func.getFunctionType();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  OpBuilder b(func);
+  for (unsigned i = 0; i < type.getNumInputs(); ++i)
+    func.setArgAttr(i, "ntile.input", b.getI32IntegerAttr(i));
+  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+    BlockArgument output =
+        body.addArgument(hbmType(cast<RankedTensorType>(v.getType())), func.getLoc());
+    state.outputs.try_emplace(v, output);
+  }
+  SmallVector<Type> inputs(type.getInputs());
+  for (BlockArgument arg : body.getArguments().drop_front(type.getNumInputs()))
+    inputs.push_back(arg.getType());
+  func.setType(b.getFunctionType(inputs, {}));
+  for (unsigned i = 0; i < type.getNumResults(); ++i)
+    func.setArgAttr(type.getNumInputs() + i, "ntile.output", b.getI32IntegerAttr(i));
 }
 
-/// func(tensors) -> (tensors)  becomes  func(input buffers..., output buffers...).
-LogicalResult convertFunc(func::FuncOp func, const runtime::Target &target) {
-  FunctionType type = func.getFunctionType();
-  SmallVector<Type> argTypes;
-  for (Type t : type.getInputs())
-    argTypes.push_back(hbmType(t));
-  for (Type t : type.getResults())
-    argTypes.push_back(hbmType(t));
-
-  OpBuilder b(func);
-  auto lowered = b.create<func::FuncOp>(func.getLoc(), func.getName(),
-                                        b.getFunctionType(argTypes, {}));
-  for (unsigned i = 0; i < type.getNumInputs(); ++i)
-    lowered.setArgAttr(i, "ntile.input", b.getI32IntegerAttr(i));
-  for (unsigned i = 0; i < type.getNumResults(); ++i)
-    lowered.setArgAttr(type.getNumInputs() + i, "ntile.output", b.getI32IntegerAttr(i));
-  Block *body = lowered.addEntryBlock();
-  b.setInsertionPointToEnd(body);
-
-  TileEmitter e(b, target);
-  for (auto [i, arg] : llvm::enumerate(func.getArguments()))
-    e.setBuffer(arg, body->getArgument(i));
-  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
-  auto outputArg = [&](unsigned i) { return body->getArgument(type.getNumInputs() + i); };
-  for (auto [i, v] : llvm::enumerate(ret.getOperands()))
-    e.setOutput(v, outputArg(i));
-
-  for (Operation &op : func.getBody().front().without_terminator())
-    if (!e.isLowered(&op) && failed(lowerOp(e, &op))) {
-      lowered.erase();
-      return failure();
-    }
-  // Outputs not produced in place (inputs, views, repeated values) are copied.
-  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
-    if (e.buffer(v) == outputArg(i))
-      continue;
-    auto shape = cast<RankedTensorType>(v.getType()).getShape();
-    e.copyStrided(ret.getLoc(), e.buffer(v), 0, contiguousStrides(shape), outputArg(i), shape);
-  }
-  b.create<func::ReturnOp>(ret.getLoc());
-  func.erase();
-  return success();
+/// One pattern per op of a family, all with the family's lowering.
+template <typename... Ops>
+void addFamily(RewritePatternSet &patterns, const TypeConverter &converter,
+               const runtime::Target &target, TileState &state, Lowering lowering) {
+  (patterns.add<TilePattern>(converter, patterns.getContext(), target, state, lowering,
+                             Ops::getOperationName()),
+   ...);
 }
 
 struct ConvertNTorchToNTilePass
@@ -91,13 +144,38 @@ struct ConvertNTorchToNTilePass
       getOperation().emitError("unknown target '") << target << "'";
       return signalPassFailure();
     }
-    SmallVector<func::FuncOp> funcs;
-    for (auto func : getOperation().getOps<func::FuncOp>())
-      if (llvm::all_of(func.getArgumentTypes(), llvm::IsaPred<RankedTensorType>))
-        funcs.push_back(func);
-    for (func::FuncOp func : funcs)
-      if (failed(convertFunc(func, *t)))
+    MLIRContext *ctx = &getContext();
+    HbmTypeConverter converter;
+    ConversionTarget legal(*ctx);
+    legal.addLegalDialect<ntile::NTileDialect, memref::MemRefDialect>();
+    legal.addIllegalDialect<ntorch::NTorchDialect>();
+    legal.addDynamicallyLegalOp<func::FuncOp>(
+        [&](func::FuncOp f) { return converter.isSignatureLegal(f.getFunctionType()); });
+    legal.addDynamicallyLegalOp<func::ReturnOp>(
+        [](func::ReturnOp r) { return r.getNumOperands() == 0; });
+
+    for (auto func : llvm::to_vector(getOperation().getOps<func::FuncOp>())) {
+      if (func.getBody().empty() ||
+          !llvm::all_of(func.getArgumentTypes(), llvm::IsaPred<RankedTensorType>))
+        continue;
+      TileState state;
+      unsigned numInputs = func.getNumArguments();
+      addOutputArguments(func, state);
+      RewritePatternSet patterns(ctx);
+      addFamily<ntorch::MatmulOp>(patterns, converter, *t, state, lowerMatmul);
+      addFamily<ntorch::UnaryOp, ntorch::BinaryOp, ntorch::CastOp, ntorch::SelectOp>(
+          patterns, converter, *t, state, lowerElementwise);
+      addFamily<ntorch::ConstantOp, ntorch::ReshapeOp, ntorch::PermuteOp, ntorch::BroadcastOp,
+                ntorch::SliceOp, ntorch::ConcatOp, ntorch::ScatterWindowOp, ntorch::PadOp,
+                ntorch::GatherRowsOp>(patterns, converter, *t, state, lowerDataMovement);
+      addFamily<ntorch::ReduceOp>(patterns, converter, *t, state, lowerReduction);
+      addFamily<ntorch::Conv2dOp, ntorch::Pool2dOp>(patterns, converter, *t, state, lowerWindow);
+      addFamily<ntorch::FusionOp>(patterns, converter, *t, state, lowerFusion);
+      patterns.add<ReturnPattern>(converter, ctx, *t, state, numInputs);
+      populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns, converter);
+      if (failed(applyPartialConversion(func, legal, std::move(patterns))))
         return signalPassFailure();
+    }
   }
 };
 

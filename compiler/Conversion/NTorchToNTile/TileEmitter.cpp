@@ -66,14 +66,14 @@ static SmallVector<int64_t> atLeast1D(ArrayRef<int64_t> shape) {
 }
 
 Value TileEmitter::createResultBuffer(Value tensor, Location loc) {
-  if (Value out = outputs.lookup(tensor)) {
-    buffers[tensor] = out;
+  if (Value out = state.outputs.lookup(tensor)) {
+    state.buffers[tensor] = out;
     return out;
   }
   auto type = cast<RankedTensorType>(tensor.getType());
   Value buf = b.create<memref::AllocOp>(
       loc, ntile::getBufferType(type.getShape(), type.getElementType(), MemSpace::hbm));
-  buffers[tensor] = buf;
+  state.buffers[tensor] = buf;
   return buf;
 }
 
@@ -113,7 +113,7 @@ void TileEmitter::loop(Location loc, int64_t count, function_ref<void(const Offs
 
 void TileEmitter::accumulateOver(
     Location loc, ArrayRef<std::pair<int64_t, int64_t>> dims,
-    function_ref<void(ArrayRef<Offset>, ArrayRef<int64_t>, bool)> fn) {
+    function_ref<void(ArrayRef<Offset>, ArrayRef<int64_t>, bool)> fn, bool peelFirst) {
   SmallVector<Offset> index(dims.size());
   SmallVector<int64_t> size(dims.size());
   std::function<void(size_t, bool)> nest = [&](size_t d, bool first) {
@@ -131,13 +131,15 @@ void TileEmitter::accumulateOver(
     if (first) { // peel index 0 off the loop
       at(Offset(0), full ? tile : rest, true);
       loop(loc, full - 1, [&](const Offset &iv) { at(iv + Offset(1), tile, false); });
-    } else {
-      loop(loc, full, [&](const Offset &iv) { at(iv, tile, false); });
+      if (full && rest)
+        at(Offset(full), rest, false);
+      return;
     }
-    if (full && rest)
+    loop(loc, full, [&](const Offset &iv) { at(iv, tile, false); });
+    if (rest)
       at(Offset(full), rest, false);
   };
-  nest(0, true);
+  nest(0, peelFirst);
 }
 
 void TileEmitter::tiled(Location loc, int64_t extent, int64_t tile,

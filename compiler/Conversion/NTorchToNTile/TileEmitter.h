@@ -5,6 +5,7 @@
 #include "runtime/program/Target.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/Transforms/DialectConversion.h"
 #include "dialects/NTorch/IR/NTorchOps.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -38,18 +39,37 @@ struct Dim {
   int64_t stride, size;
 };
 
+/// What the lowering of a function knows across its ops: the HBM buffer of every tensor,
+/// the output arguments that returned tensors are written into, and the ops lowered ahead
+/// of their turn (a fusion emitted as a matmul's epilogue).
+struct TileState {
+  llvm::DenseMap<mlir::Value, mlir::Value> buffers;
+  llvm::DenseMap<mlir::Value, mlir::Value> outputs;
+  llvm::DenseSet<mlir::Operation *> loweredEarly;
+};
+
+/// Emits the tiles of one ntorch op at `b` (the conversion's rewriter).
 class TileEmitter {
 public:
-  TileEmitter(mlir::OpBuilder &b, const runtime::Target &target) : b(b), target(target) {}
+  TileEmitter(mlir::ConversionPatternRewriter &b, const runtime::Target &target,
+              TileState &state)
+      : b(b), target(target), state(state) {}
 
-  mlir::OpBuilder &b;
+  mlir::ConversionPatternRewriter &b;
   const runtime::Target &target;
 
-  /// The HBM buffer that holds `tensor`.
-  mlir::Value buffer(mlir::Value tensor) const { return buffers.lookup(tensor); }
-  void setBuffer(mlir::Value tensor, mlir::Value buffer) { buffers[tensor] = buffer; }
+  /// The HBM buffer that holds `tensor` (a tensor that an earlier op produced, or the
+  /// converted function argument).
+  mlir::Value buffer(mlir::Value tensor) const {
+    if (mlir::Value buffer = state.buffers.lookup(tensor))
+      return buffer;
+    return b.getRemappedValue(tensor);
+  }
+  void setBuffer(mlir::Value tensor, mlir::Value buffer) { state.buffers[tensor] = buffer; }
   /// `tensor` must be written into `output` (a function output argument).
-  void setOutput(mlir::Value tensor, mlir::Value output) { outputs.try_emplace(tensor, output); }
+  void setOutput(mlir::Value tensor, mlir::Value output) {
+    state.outputs.try_emplace(tensor, output);
+  }
   /// A new HBM buffer for `tensor` (its output argument when it is returned).
   mlir::Value createResultBuffer(mlir::Value tensor, mlir::Location loc);
 
@@ -66,7 +86,15 @@ public:
   /// combination, `first` only for the very first one, which is peeled off the loops.
   void accumulateOver(
       mlir::Location loc, llvm::ArrayRef<std::pair<int64_t, int64_t>> dims,
-      llvm::function_ref<void(llvm::ArrayRef<Offset>, llvm::ArrayRef<int64_t>, bool)> fn);
+      llvm::function_ref<void(llvm::ArrayRef<Offset>, llvm::ArrayRef<int64_t>, bool)> fn,
+      bool peelFirst = true);
+  /// The same nest without peeling: fn(tile index per dimension, tile size per dimension).
+  void forEachOver(mlir::Location loc, llvm::ArrayRef<std::pair<int64_t, int64_t>> dims,
+                   llvm::function_ref<void(llvm::ArrayRef<Offset>, llvm::ArrayRef<int64_t>)> fn) {
+    accumulateOver(
+        loc, dims, [&](llvm::ArrayRef<Offset> i, llvm::ArrayRef<int64_t> n, bool) { fn(i, n); },
+        /*peelFirst=*/false);
+  }
   /// Covers [0, extent) in tiles of `tile`: a loop over the full tiles, then the rest:
   /// fn(tile index, size); the tile starts at index * tile.
   void tiled(mlir::Location loc, int64_t extent, int64_t tile,
@@ -99,13 +127,11 @@ public:
   mlir::Value allocHbm(mlir::Location loc, mlir::RankedTensorType type);
 
   /// Ops lowered ahead of their turn (a fusion emitted as a matmul's epilogue).
-  void markLowered(mlir::Operation *op) { loweredEarly.insert(op); }
-  bool isLowered(mlir::Operation *op) const { return loweredEarly.contains(op); }
+  void markLowered(mlir::Operation *op) { state.loweredEarly.insert(op); }
+  bool isLowered(mlir::Operation *op) const { return state.loweredEarly.contains(op); }
 
 private:
-  llvm::DenseMap<mlir::Value, mlir::Value> buffers;
-  llvm::DenseMap<mlir::Value, mlir::Value> outputs;
-  llvm::DenseSet<mlir::Operation *> loweredEarly;
+  TileState &state;
   int64_t loopDepth = 0;
 };
 

@@ -78,7 +78,7 @@ static LogicalResult lowerConv(TileEmitter &e, ntorch::Conv2dOp op) {
       int64_t width = cChunks * KH * KW * mm;
       if (resident) {
         panel = e.allocTile(loc, std::min(P, Cg), width, wt.getElementType(), MemSpace::sbuf);
-        e.accumulateOver(loc, steps, [&](ArrayRef<Offset> i, ArrayRef<int64_t> n, bool) {
+        e.forEachOver(loc, steps, [&](ArrayRef<Offset> i, ArrayRef<int64_t> n) {
           e.dma(loc, w, e.pattern(weightAt(i), {{KH * KW, n[0]}, {Cg * KH * KW, mm}}), panel,
                 e.pattern(stepIndex(i) * mm, {{width, n[0]}, {1, mm}}));
         });

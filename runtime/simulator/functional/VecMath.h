@@ -115,6 +115,51 @@ template <class V> NEURON_AI V copySign(V mag, V s) {
 /// NaN inputs pass through: the result of f(x) where x is not NaN, else x.
 template <class V> NEURON_AI V keepNaN(V x, V r) { return sel(x != x, x, r); }
 
+/// Whether any lane of a comparison mask is set.
+NEURON_AI bool anyLane(bool m) { return m; }
+NEURON_AI bool anyLane(vi8 m) {
+  vi8 t = m | __builtin_shufflevector(m, m, 4, 5, 6, 7, 0, 1, 2, 3);
+  t |= __builtin_shufflevector(t, t, 2, 3, 0, 1, 6, 7, 4, 5);
+  t |= __builtin_shufflevector(t, t, 1, 0, 3, 2, 5, 4, 7, 6);
+  return t[0] != 0;
+}
+NEURON_AI bool anyLane(vi16 m) {
+  vi16 t = m | __builtin_shufflevector(m, m, 8, 9, 10, 11, 12, 13, 14, 15, 0,
+                                       1, 2, 3, 4, 5, 6, 7);
+  t |= __builtin_shufflevector(t, t, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8,
+                               9, 10, 11);
+  t |= __builtin_shufflevector(t, t, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14,
+                               15, 12, 13);
+  t |= __builtin_shufflevector(t, t, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13,
+                               12, 15, 14);
+  return t[0] != 0;
+}
+
+/// y * s for a positive normal y and s = 2^e (-126 <= e <= 127), rounded
+/// like the IEEE product (to nearest, ties to even). Products that underflow
+/// (subnormal or zero) are rounded in integer arithmetic: on x86 a float
+/// operation with a subnormal result takes a microcode assist (~100x slower),
+/// which made exp of very negative arguments (masked softmax scores) the
+/// slowest element function. Same bits as y * s either way.
+template <class V, class I> NEURON_AI V scaleByPow2(V y, I e, V s) {
+  const I yb = bitsOf(y);
+  const I biased = ((yb >> 23) & 0xff) + e; // exponent field of the product
+  const auto under = biased < 1;
+  if (!anyLane(under))
+    return y * s;
+  // Subnormal result: the 24-bit significand shifted right by 1 - biased,
+  // rounded to nearest even (a carry into the exponent field is right).
+  const I zero = biased * 0, one = zero + 1;
+  const I sh = 1 - sel(biased < -30, zero - 30, biased); // 1 .. 31
+  const I m = (yb & 0x7fffff) | 0x800000;
+  const I q = m >> sh;
+  const I rem = m & ((one << sh) - 1);
+  const I half = one << (sh - 1);
+  const auto up = (rem > half) | ((rem == half) & ((q & 1) != 0));
+  const I sub = q + sel(up, one, zero);
+  return sel(under, fromBits(sub), y * sel(under, splat<V>(1.0f), s));
+}
+
 // ---- exp ------------------------------------------------------------------
 
 /// e^(x + lo) for |lo| much smaller than 1 (lo = 0: e^x). Cephes expf:
@@ -140,7 +185,7 @@ template <bool kLo, class V> NEURON_AI V vexpImpl(V x, V lo) {
   p = p * z + r + 1.0f;
   const auto n1 = n >> 1, n2 = n - n1;
   const V s1 = fromBits((n1 + 127) << 23), s2 = fromBits((n2 + 127) << 23);
-  return keepNaN(x, p * s1 * s2);
+  return keepNaN(x, scaleByPow2(p * s1, n2, s2));
 }
 
 template <class V> NEURON_AI V vexpLo(V x, V lo) {

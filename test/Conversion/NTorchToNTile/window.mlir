@@ -3,7 +3,8 @@
 // conv2d N=2, C=O=64, 3x3, pad 1, 32x32 -> 32x32 (bf16) as an implicit GEMM. The
 // input is first copied into a zero-padded [2, 64, 34, 34] HBM buffer. The 9 weight
 // tiles w^T [64 channels, 64 outputs] fit in SBUF: they are loaded into one resident
-// panel [64, 9 * 64] before any matmul, and the matmuls read views of it. Then a loop
+// panel [64, 9 * 64] (one 3x3 loop nest) before any matmul, and the matmuls read views
+// of it. Then a loop
 // over images (iv0) and over output tiles of 16 rows x 32 columns = 512 pixels (iv1).
 // Each output tile accumulates in one PSUM tile over the kernel offsets: (0, 0) is
 // peeled off (no accumulate), then kw = 1..2 (iv2) for kh = 0, then kh = 1..2 (iv2) x
@@ -13,7 +14,9 @@
 // CHECK-LABEL: func @ntorch.conv2d$loops
 // CHECK: %[[XP:.*]] = memref.alloc() : memref<2x64x34x34xbf16, #ntile.mem<hbm>>
 // CHECK: %[[PANEL:.*]] = memref.alloc() : memref<64x576xbf16, #ntile.mem<sbuf>>
-// CHECK-NEXT: ntile.dma %arg1 <0, {{\[\[}}9, 64], [576, 64]]> to %[[PANEL]] <0, {{\[\[}}576, 64], [1, 64]]>
+// CHECK-NEXT: ntile.loop iv0 to 3 {
+// CHECK-NEXT: ntile.loop iv1 to 3 {
+// CHECK-NEXT: ntile.dma %arg1 <0 + 3*iv0 + 1*iv1, {{\[\[}}9, 64], [576, 64]]> to %[[PANEL]] <0 + 192*iv0 + 64*iv1, {{\[\[}}576, 64], [1, 64]]>
 // CHECK-NOT: ntile.matmul
 // The loop over images directly encloses the loop over pixel tiles:
 // CHECK: ntile.loop iv0 to 2 {{{[[:space:]]*}}ntile.loop iv1 to 2 {

@@ -29,6 +29,8 @@ namespace {
 
 /// Farthest loop-carried distance searched exactly (beyond it: the previous iteration).
 constexpr int64_t kMaxDistance = 64;
+/// Most combinations of loop iterations compared exactly per pair of accesses.
+constexpr int64_t kMaxLatticePoints = 4096;
 
 /// base + sum coef[l] * iv[l] over loop levels.
 struct Count {
@@ -50,7 +52,44 @@ struct Access {
   uint32_t buffer;              // HBM buffer id
   int64_t pLo, pHi, bLo, bHi;   // partitions x bytes at iv = 0
   SmallVector<LoopTerm, 2> terms; // byte terms
+  int64_t start;                // byte of the first element at iv = 0
+  int64_t elementBytes;
+  SmallVector<std::pair<int64_t, int64_t>, 3> dims; // byte dims: (stride, size)
 };
+
+/// Could `x` shifted by `delta` bytes touch a byte that `a` touches? Exact when both have
+/// the same nested dimensions (each stride at least the extent of the dimensions inside
+/// it, like the rows of a tile); otherwise compares the byte ranges.
+bool overlapsShifted(const Access &x, const Access &a, int64_t delta) {
+  int64_t lo = x.bLo + delta, hi = x.bHi + delta;
+  if (lo >= a.bHi || a.bLo >= hi)
+    return false;
+  if (x.dims != a.dims || x.elementBytes != a.elementBytes)
+    return true;
+  // Nested: dims sorted by stride, each stride beyond the extent inside it.
+  SmallVector<std::pair<int64_t, int64_t>, 3> dims(x.dims);
+  llvm::sort(dims, [](auto l, auto r) { return std::abs(l.first) > std::abs(r.first); });
+  SmallVector<int64_t, 3> inner(dims.size() + 1, x.elementBytes);
+  for (int64_t k = dims.size() - 1; k >= 0; --k)
+    inner[k] = inner[k + 1] + std::abs(dims[k].first) * (dims[k].second - 1);
+  for (size_t k = 0; k < dims.size(); ++k)
+    if (dims[k].second > 1 && std::abs(dims[k].first) < inner[k + 1])
+      return true;
+  // Element positions differ by d = delta + start difference: decompose it dim by dim.
+  std::function<bool(size_t, int64_t)> hit = [&](size_t k, int64_t d) {
+    if (k == dims.size())
+      return std::abs(d) < x.elementBytes;
+    auto [stride, size] = dims[k];
+    if (size == 1 || stride == 0)
+      return hit(k + 1, d);
+    int64_t s = std::abs(stride), q = d >= 0 ? d / s : -((-d) / s);
+    for (int64_t c : {q - 1, q, q + 1})
+      if (std::abs(c) < size && hit(k + 1, d - c * s))
+        return true;
+    return false;
+  };
+  return hit(0, x.start + delta - a.start);
+}
 
 /// Accesses are indexed by (space, buffer id or 0, byte bucket) so that a lookup scans
 /// only the accesses near its own bytes. HBM buffers are one bucket each: in loop form a
@@ -82,6 +121,7 @@ private:
   std::optional<int64_t> distance(const Access &x, const Access &a, int level) const;
   bool mayOverlap(const Access &x, const Access &a, int level, int64_t d) const;
   void addWait(int queue, const Count &c);
+  bool dominates(const Count &a, const Count &b) const;
 
   MLIRContext *ctx;
   std::map<MemoryKey, std::vector<Access>> history;
@@ -185,10 +225,14 @@ Access SemaphoreInserter::describe(Operation *op, nisa::AccessPatternAttr ap, bo
     int64_t span = ap.getStride(i) * (ap.getSize(i) - 1);
     (span < 0 ? lo : hi) += span;
   }
+  a.elementBytes = bytes;
+  for (size_t i = onChip ? 1 : 0; i < ap.getRank(); ++i)
+    a.dims.push_back({ap.getStride(i) * bytes, ap.getSize(i)});
   if (a.hbm) {
     a.buffer = ap.getIndex();
     a.pLo = 0;
     a.pHi = 1;
+    a.start = ap.getOffset() * bytes;
     a.bLo = (ap.getOffset() + lo) * bytes;
     a.bHi = (ap.getOffset() + hi + 1) * bytes;
     for (const LoopTerm &t : unpackTerms(ap.getTerms()))
@@ -198,6 +242,7 @@ Access SemaphoreInserter::describe(Operation *op, nisa::AccessPatternAttr ap, bo
     int64_t p0 = ap.getIndex(), pSpan = ap.getStride(0) * (ap.getSize(0) - 1);
     a.pLo = p0 + std::min<int64_t>(0, pSpan);
     a.pHi = p0 + std::max<int64_t>(0, pSpan) + 1;
+    a.start = ap.getOffset();
     a.bLo = ap.getOffset() + lo * bytes;
     a.bHi = ap.getOffset() + (hi + 1) * bytes;
     for (const LoopTerm &t : unpackTerms(ap.getTerms()))
@@ -224,79 +269,99 @@ SmallVector<MemoryKey> SemaphoreInserter::keysOf(const Access &a) const {
 
 /// Can `a`, `d` iterations of `level` back (all else the same iteration, its own inner
 /// loops anywhere), touch bytes that `x` touches in some instance?
+///
+/// The byte shift between the two, x offset - a offset, is a constant plus a lattice of
+/// loop terms: terms of loops both share in the same iteration cancel, the carried level
+/// shifts by coef * d, and every other term ranges over its loop. Small lattices are
+/// enumerated exactly; large ones are bounded by their range.
 bool SemaphoreInserter::mayOverlap(const Access &x, const Access &a, int level, int64_t d) const {
   if (x.hbm != a.hbm || x.buffer != a.buffer || x.pHi <= a.pLo || a.pHi <= x.pLo)
     return false;
-  // Levels where both sit in the same loop and run the same iteration.
   unsigned common = 0;
   while (common < x.depth && common < a.depth && x.loops[common] == a.loops[common])
     ++common;
   unsigned same = level >= 0 ? (unsigned)level : common;
-  // diff = x offset - a offset, as [lo, hi].
-  int64_t lo = 0, hi = 0;
-  auto add = [&](const LoopTerm &t, int64_t trips, int sign) {
-    auto [l, h] = termSpan(t, trips);
-    if (sign > 0) {
-      lo += l;
-      hi += h;
-    } else {
-      lo -= h;
-      hi -= l;
-    }
+  int64_t shift = 0;
+  // Lattice dims: coef * i for i in [lo, hi].
+  struct Axis {
+    int64_t coef, lo, hi;
+  };
+  SmallVector<Axis, 6> axes;
+  auto range = [&](const LoopTerm &t, int64_t trips) {
+    return (t.modulus > 0 ? std::min(t.modulus, trips) : trips) - 1;
   };
   SmallVector<bool, 4> matched(a.terms.size(), false);
   SmallVector<LoopTerm, 2> rotating; // matched rotating terms at `level`: exact per residue
   for (const LoopTerm &t : x.terms) {
-    bool shared = t.level < (int64_t)same || t.level == level;
     int found = -1;
-    if (shared)
-      for (size_t j = 0; j < a.terms.size(); ++j)
-        if (!matched[j] && a.terms[j].level == t.level && a.terms[j].coef == t.coef &&
-            a.terms[j].modulus == t.modulus) {
-          found = j;
-          break;
-        }
-    if (found >= 0 && t.level < (int64_t)same) {
-      matched[found] = true; // same iteration: the terms cancel
-      continue;
-    }
-    if (found >= 0 && t.level == level) {
-      matched[found] = true;
-      if (t.modulus == 0) { // x at iv, a at iv - d
-        lo += t.coef * d;
-        hi += t.coef * d;
-      } else if (d % t.modulus != 0) {
-        rotating.push_back(t);
+    for (size_t j = 0; j < a.terms.size(); ++j)
+      if (!matched[j] && a.terms[j].level == t.level && a.terms[j].coef == t.coef &&
+          a.terms[j].modulus == t.modulus) {
+        found = j;
+        break;
       }
+    if (found >= 0)
+      matched[found] = true;
+    if (found >= 0 && t.level < (int64_t)same)
+      continue; // same iteration: the terms cancel
+    if (found >= 0 && t.level == level) {
+      if (t.modulus == 0) // x at iv, a at iv - d
+        shift += t.coef * d;
+      else if (d % t.modulus != 0)
+        rotating.push_back(t);
       continue;
     }
-    add(t, x.trips[t.level], +1);
+    if (found >= 0) { // the same loop, independent iterations: x's i minus a's j
+      int64_t n = range(t, x.trips[t.level]);
+      axes.push_back({t.coef, -n, n});
+      continue;
+    }
+    axes.push_back({t.coef, 0, range(t, x.trips[t.level])});
   }
   for (size_t j = 0; j < a.terms.size(); ++j)
     if (!matched[j])
-      add(a.terms[j], a.trips[a.terms[j].level], -1);
-  // Overlap iff x.bLo + diff < a.bHi and a.bLo < x.bHi + diff for some diff.
-  auto overlaps = [&](int64_t shift) {
-    return lo + shift < a.bHi - x.bLo && hi + shift > a.bLo - x.bHi;
-  };
-  if (rotating.empty())
-    return overlaps(0);
-  // coef * ((iv mod N) - ((iv - d) mod N)) depends on iv mod N: try every residue of
-  // the rotations' common period.
+      axes.push_back({-a.terms[j].coef, 0, range(a.terms[j], a.trips[a.terms[j].level])});
+  // coef * ((iv mod N) - ((iv - d) mod N)) depends on iv mod N: one shift per residue.
   int64_t period = 1;
   for (const LoopTerm &t : rotating)
     period = std::lcm(period, t.modulus);
-  if (period > kMaxDistance)
-    return true;
-  for (int64_t r = 0; r < period; ++r) {
-    int64_t shift = 0;
-    for (const LoopTerm &t : rotating) {
-      int64_t n = t.modulus;
-      shift += t.coef * (r % n - (((r - d) % n) + n) % n);
+  SmallVector<int64_t, 4> residueShifts;
+  if (period > kMaxDistance) {
+    for (const LoopTerm &t : rotating) // bounded instead
+      axes.push_back({t.coef, -(t.modulus - 1), t.modulus - 1});
+    residueShifts.push_back(0);
+  } else {
+    for (int64_t r = 0; r < period; ++r) {
+      int64_t sh = 0;
+      for (const LoopTerm &t : rotating)
+        sh += t.coef * (r % t.modulus - (((r - d) % t.modulus) + t.modulus) % t.modulus);
+      residueShifts.push_back(sh);
     }
-    if (overlaps(shift))
-      return true;
   }
+  int64_t points = residueShifts.size();
+  for (const Axis &axis : axes)
+    points = std::min<int64_t>(points * (axis.hi - axis.lo + 1), kMaxLatticePoints + 1);
+  if (points > kMaxLatticePoints) {
+    // Too many to enumerate: the range of the shift.
+    int64_t lo = shift, hi = shift;
+    for (const Axis &axis : axes) {
+      lo += std::min(axis.coef * axis.lo, axis.coef * axis.hi);
+      hi += std::max(axis.coef * axis.lo, axis.coef * axis.hi);
+    }
+    int64_t rlo = *llvm::min_element(residueShifts), rhi = *llvm::max_element(residueShifts);
+    return lo + rlo < a.bHi - x.bLo && hi + rhi > a.bLo - x.bHi;
+  }
+  std::function<bool(size_t, int64_t)> any = [&](size_t k, int64_t delta) {
+    if (k == axes.size())
+      return overlapsShifted(x, a, delta);
+    for (int64_t i = axes[k].lo; i <= axes[k].hi; ++i)
+      if (any(k + 1, delta + axes[k].coef * i))
+        return true;
+    return false;
+  };
+  for (int64_t residue : residueShifts)
+    if (any(0, shift + residue))
+      return true;
   return false;
 }
 
@@ -315,12 +380,28 @@ std::optional<int64_t> SemaphoreInserter::distance(const Access &x, const Access
   return std::nullopt;
 }
 
+/// Is `a` >= `b` in every iteration of the current loops?
+bool SemaphoreInserter::dominates(const Count &a, const Count &b) const {
+  int64_t least = a.base - b.base;
+  for (size_t l = 0; l < std::max(a.coef.size(), b.coef.size()); ++l) {
+    int64_t coef = a.at(l) - b.at(l), top = l < trips.size() ? trips[l] - 1 : 0;
+    least += std::min<int64_t>(0, coef * top);
+  }
+  return least >= 0;
+}
+
+/// Keeps one wait per queue where one count covers the other in every iteration.
 void SemaphoreInserter::addWait(int queue, const Count &c) {
-  for (auto &[q, existing] : waits)
-    if (q == queue && existing.coef == c.coef) {
-      existing.base = std::max(existing.base, c.base);
+  for (auto &[q, existing] : waits) {
+    if (q != queue)
+      continue;
+    if (dominates(existing, c))
+      return;
+    if (dominates(c, existing)) {
+      existing = c;
       return;
     }
+  }
   waits.push_back({queue, c});
 }
 

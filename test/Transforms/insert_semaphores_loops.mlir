@@ -46,3 +46,21 @@ func.func @single_buffer() {
   }
   return
 }
+
+// -----
+
+// Stores of 128-row blocks of a matrix from two loops: byte ranges of the blocks of the
+// previous outer iteration overlap this one's (rows interleave), but the rows and
+// columns themselves never do, so the second loop's stores wait only for their producer.
+// CHECK-LABEL: func @disjoint_blocks
+// CHECK: nisa.dma_copy on 5 {{.*}} wait [1, 1] {wait_terms = array<i64: 0, 0, 2, 0, 0, 1, 1, 0>}
+func.func @disjoint_blocks() {
+  nisa.buffer 0 output 0 : tensor<256x1024xf32>
+  nisa.loop iv0 to 2 {
+    nisa.loop iv1 to 2 {
+      nisa.tensor_copy on 1 <sbuf[0] + 0 + 2048*(iv1 mod 2), [[1, 128], [1, 512]], f32>, <sbuf[0] + 8192, [[1, 128], [1, 512]], f32>
+      nisa.dma_copy on 5 <hbm[0] + 0 + 512*iv0 + 131072*iv1, [[1024, 128], [1, 512]], f32>, <sbuf[0] + 0 + 2048*(iv1 mod 2), [[1, 128], [1, 512]], f32>
+    }
+  }
+  return
+}

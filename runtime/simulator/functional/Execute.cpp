@@ -357,6 +357,23 @@ void packPanels(Cursor &c, int64_t rows, int64_t cols, float *out,
   }
 }
 
+/// Whether the [rows, cols] view `v` is `rows` runs of `cols` contiguous
+/// bf16 elements, `rowStride` bytes apart.
+bool bf16Rows(const View &v, int64_t rows, int64_t cols, int64_t &rowStride) {
+  if (v.dtype != DType::BF16 || (reinterpret_cast<uintptr_t>(v.base) & 1))
+    return false;
+  if (v.ndims == 2 && v.size[0] == rows && v.size[1] == cols &&
+      v.stride[1] == 2) {
+    rowStride = v.stride[0];
+    return true;
+  }
+  if (v.ndims == 1 && rows == 1 && v.size[0] == cols && v.stride[0] == 2) {
+    rowStride = 0;
+    return true;
+  }
+  return false;
+}
+
 /// Whether element (i, j) of the [m, n] fp32 view `v` is at
 /// base + (i * ldc + j) floats (and then ldc).
 bool asRows(const View &v, int64_t m, int64_t n, int64_t &ldc) {
@@ -381,6 +398,19 @@ bool asRows(const View &v, int64_t m, int64_t n, int64_t &ldc) {
 
 } // namespace
 
+/// Packs the [rows, cols] operand `v` into panels of `width` columns
+/// (packPanels).
+template <int width>
+void Executor::pack(const View &v, int64_t rows, int64_t cols, float *out) {
+  int64_t rowStride = 0;
+  if (bf16Rows(v, rows, cols, rowStride)) {
+    kernels::packBf16Panels(v.base, rowStride, rows, cols, width, out);
+    return;
+  }
+  Cursor c(v);
+  packPanels<width>(c, rows, cols, out, mmRow_);
+}
+
 void Executor::matmul(const Instruction &inst, const InstrShape &shape) {
   const int64_t k = shape.matmulK, m = shape.matmulM, n = shape.matmulN;
   constexpr int MR = kernels::kMatmulMR, NR = kernels::kMatmulNR;
@@ -390,9 +420,8 @@ void Executor::matmul(const Instruction &inst, const InstrShape &shape) {
     mmA_.resize(aSize);
   if (mmB_.size() < bSize)
     mmB_.resize(bSize);
-  Cursor a(mem_.view(inst.srcs[0])), b(mem_.view(inst.srcs[1]));
-  packPanels<MR>(a, k, m, mmA_.data(), mmRow_);
-  packPanels<NR>(b, k, n, mmB_.data(), mmRow_);
+  pack<MR>(mem_.view(inst.srcs[0]), k, m, mmA_.data());
+  pack<NR>(mem_.view(inst.srcs[1]), k, n, mmB_.data());
   const View dv = mem_.view(inst.dst);
   int64_t ldc = 0;
   if (asRows(dv, m, n, ldc)) {

@@ -30,6 +30,8 @@ private:
   void elementwiseF32(const Instruction &inst);
   void reduceF32(const Instruction &inst);
   void matmul(const Instruction &inst, const InstrShape &shape);
+  template <int width>
+  void pack(const View &v, int64_t rows, int64_t cols, float *out);
   void gatherRows(size_t index, const Instruction &inst,
                   const InstrShape &shape);
   template <class T> T *scratch(int slot, size_t n);

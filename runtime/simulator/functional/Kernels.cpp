@@ -30,6 +30,54 @@ NEURON_AI void mapUnary(const float *in, float *out, int64_t n, float scale,
     out[i] = f(in[i] * scale + bias);
 }
 
+/// mapUnary with `fast`, or with `safe` if an argument in[i] * scale + bias
+/// of the vector loop lies outside [lo, hi]: `fast` and `safe` compute the
+/// same bits, but outside [lo, hi] `fast` may have float operations that
+/// underflow (slow on x86: see vm::scaleByPow2) and `safe` avoids them. The
+/// scalar tail is the same either way.
+template <class V, class Fast, class Safe>
+NEURON_AI void mapUnaryGuarded(const float *in, float *out, int64_t n,
+                               float scale, float bias, float lo, float hi,
+                               Fast fast, Safe safe) {
+  constexpr int lanes = int(sizeof(V) / sizeof(float));
+  const int64_t body = n - n % lanes;
+  bool inRange = true;
+  if (body > 0) {
+    // NaN inputs are skipped (x < y ? x : y keeps y): they never underflow.
+    V mn = vm::loadV<V>(in), mx = mn, mn2 = mn, mx2 = mn;
+    int64_t i = lanes;
+    for (; i + 2 * lanes <= body; i += 2 * lanes) {
+      const V x = vm::loadV<V>(in + i), y = vm::loadV<V>(in + i + lanes);
+      mn = x < mn ? x : mn;
+      mx = x > mx ? x : mx;
+      mn2 = y < mn2 ? y : mn2;
+      mx2 = y > mx2 ? y : mx2;
+    }
+    for (; i < body; i += lanes) {
+      const V x = vm::loadV<V>(in + i);
+      mn = x < mn ? x : mn;
+      mx = x > mx ? x : mx;
+    }
+    mn = mn2 < mn ? mn2 : mn;
+    mx = mx2 > mx ? mx2 : mx;
+    float a = __builtin_inff(), b = -__builtin_inff();
+    for (int j = 0; j < lanes; ++j) {
+      a = mn[j] < a ? mn[j] : a;
+      b = mx[j] > b ? mx[j] : b;
+    }
+    // u is monotonic in x: its range is that of the two ends (a margin in
+    // lo and hi covers rounding).
+    const float ua = a * scale + bias, ub = b * scale + bias;
+    inRange = ua >= lo && ua <= hi && ub >= lo && ub <= hi;
+    if (!(a <= b)) // all NaN
+      inRange = true;
+  }
+  if (inRange)
+    mapUnary<V>(in, out, n, scale, bias, fast);
+  else
+    mapUnary<V>(in, out, n, scale, bias, safe);
+}
+
 /// Scalar-only functions (libm): no vector form.
 template <class F>
 NEURON_AI void mapUnaryScalar(const float *in, float *out, int64_t n,
@@ -179,31 +227,48 @@ NEURON_AI void activationBody(ActFunc f, const float *in, float *out,
   })
 #define NEURON_ACT_SCALAR(expr)                                               \
   return mapUnaryScalar(in, out, n, scale, bias, [](float x) { return expr; })
+  // Functions of exp, with the argument range where exp cannot underflow.
+#define NEURON_ACT_EXP(lo, hi, fn)                                            \
+  return mapUnaryGuarded<VW>(                                                 \
+      in, out, n, scale, bias, lo, hi,                                        \
+      [](auto x) NEURON_LAMBDA_AI {                                           \
+        constexpr bool kSafe = false;                                         \
+        using V = decltype(x);                                                \
+        (void)sizeof(V);                                                      \
+        return fn;                                                            \
+      },                                                                      \
+      [](auto x) NEURON_LAMBDA_AI {                                           \
+        constexpr bool kSafe = true;                                          \
+        using V = decltype(x);                                                \
+        (void)sizeof(V);                                                      \
+        return fn;                                                            \
+      })
+  const float inf = __builtin_inff();
   switch (f) {
   case ActFunc::Identity:
     NEURON_ACT(x);
   case ActFunc::Relu: // NaN stays NaN, as torch.relu
     NEURON_ACT(sel(x < 0.0f, splat<V>(0.0f), x));
   case ActFunc::Exp:
-    NEURON_ACT(vexp(x));
+    NEURON_ACT_EXP(-87.0f, inf, vexp<kSafe>(x));
   case ActFunc::Log:
     NEURON_ACT(vlog(x));
   case ActFunc::Tanh:
     NEURON_ACT(vtanh(x));
   case ActFunc::Sigmoid:
-    NEURON_ACT(vsigmoid(x));
+    NEURON_ACT_EXP(-87.0f, 87.0f, vsigmoid<kSafe>(x));
   case ActFunc::Sqrt:
     NEURON_ACT_SCALAR(std::sqrt(x));
   case ActFunc::Rsqrt:
     NEURON_ACT_SCALAR(1.0f / std::sqrt(x));
   case ActFunc::Erf:
-    NEURON_ACT(verf(x));
+    NEURON_ACT_EXP(-9.0f, 9.0f, verf<kSafe>(x));
   case ActFunc::Gelu:
-    NEURON_ACT(vgelu(x));
+    NEURON_ACT_EXP(-12.5f, 12.5f, vgelu<kSafe>(x));
   case ActFunc::GeluTanh:
-    NEURON_ACT(vgeluTanh(x));
+    NEURON_ACT_EXP(-inf, 9.5f, vgeluTanh<kSafe>(x));
   case ActFunc::Silu:
-    NEURON_ACT(x * vsigmoid(x));
+    NEURON_ACT_EXP(-87.0f, 87.0f, x * vsigmoid<kSafe>(x));
   case ActFunc::Square:
     NEURON_ACT(x * x);
   case ActFunc::Abs:
@@ -217,10 +282,11 @@ NEURON_AI void activationBody(ActFunc f, const float *in, float *out,
   case ActFunc::Cos:
     NEURON_ACT_SCALAR(std::cos(x));
   case ActFunc::Softplus:
-    NEURON_ACT(vsoftplus(x));
+    NEURON_ACT_EXP(-87.0f, inf, vsoftplus<kSafe>(x));
   }
 #undef NEURON_ACT
 #undef NEURON_ACT_SCALAR
+#undef NEURON_ACT_EXP
 }
 
 // Transcendentals are compute bound: AVX-512 machines run them 16 wide.
@@ -300,6 +366,60 @@ NEURON_CLONES void f32ToBf16(const float *in, uint16_t *out, int64_t n) {
     const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1)) >> 16;
     const uint32_t quiet = (u >> 16) | 0x40;
     out[i] = uint16_t((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
+  }
+}
+
+namespace {
+
+template <int W>
+NEURON_AI void packBf16Rows(const uint8_t *base, int64_t rowStride,
+                            int64_t rows, int64_t cols, float *out) {
+  const int64_t full = cols / W, rest = cols - full * W;
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint8_t *row = base + r * rowStride;
+    for (int64_t p = 0; p < full; ++p) {
+      float *dst = out + (p * rows + r) * W;
+      const uint8_t *src = row + p * W * 2;
+      for (int j = 0; j < W; ++j) {
+        uint16_t h;
+        std::memcpy(&h, src + 2 * j, 2);
+        const uint32_t u = uint32_t(h) << 16;
+        std::memcpy(dst + j, &u, 4);
+      }
+    }
+    if (rest > 0) {
+      float *dst = out + (full * rows + r) * W;
+      const uint8_t *src = row + full * W * 2;
+      for (int j = 0; j < W; ++j) {
+        uint16_t h = 0;
+        if (j < rest)
+          std::memcpy(&h, src + 2 * j, 2);
+        const uint32_t u = uint32_t(h) << 16;
+        std::memcpy(dst + j, &u, 4);
+      }
+    }
+  }
+}
+
+} // namespace
+
+NEURON_CLONES void packBf16Panels(const uint8_t *base, int64_t rowStride,
+                                  int64_t rows, int64_t cols, int width,
+                                  float *out) {
+  switch (width) {
+  case kMatmulMR:
+    return packBf16Rows<kMatmulMR>(base, rowStride, rows, cols, out);
+  case kMatmulNR:
+    return packBf16Rows<kMatmulNR>(base, rowStride, rows, cols, out);
+  default:
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < (cols + width - 1) / width * width; ++j) {
+        uint16_t h = 0;
+        if (j < cols)
+          std::memcpy(&h, base + r * rowStride + 2 * j, 2);
+        const uint32_t u = uint32_t(h) << 16;
+        std::memcpy(out + ((j / width) * rows + r) * width + j % width, &u, 4);
+      }
   }
 }
 

@@ -42,6 +42,14 @@ void bf16ToF32(const uint16_t *in, float *out, int64_t n);
 /// Round to nearest even; NaN stays a quiet NaN.
 void f32ToBf16(const float *in, uint16_t *out, int64_t n);
 
+/// Packs the [rows, cols] bf16 operand whose row r is `cols` contiguous
+/// elements at base + r * rowStride bytes into fp32 panels of `width`
+/// columns, laid out as matmulPanels reads them:
+///   out[(j / width) * rows * width + r * width + j % width] = row r, col j,
+/// with the columns past `cols` up to the panel width zero.
+void packBf16Panels(const uint8_t *base, int64_t rowStride, int64_t rows,
+                    int64_t cols, int width, float *out);
+
 /// Matmul of packed panels (MatmulKernel.cpp). Row block widths:
 inline constexpr int kMatmulMR = 6, kMatmulNR = 16;
 

@@ -44,6 +44,52 @@ struct BlockCache {
 
 thread_local BlockCache tCache;
 
+/// Internal HBM buffers released by earlier runs of this thread, up to
+/// kMaxCachedHbm bytes in all (the most recently released are kept).
+constexpr int64_t kMaxCachedHbm = int64_t(512) << 20;
+struct HbmCache {
+  struct Entry {
+    uint8_t *base;
+    int64_t bytes;
+  };
+  std::vector<Entry> blocks; // oldest first
+  int64_t total = 0;
+  ~HbmCache() {
+    for (Entry &e : blocks)
+      std::free(e.base);
+  }
+  /// A cached block of at least `bytes` (and at most 1/8 more), or nullptr.
+  uint8_t *take(int64_t bytes, int64_t &capacity) {
+    size_t best = blocks.size();
+    for (size_t i = 0; i < blocks.size(); ++i)
+      if (blocks[i].bytes >= bytes && blocks[i].bytes - bytes <= bytes / 8 &&
+          (best == blocks.size() || blocks[i].bytes < blocks[best].bytes))
+        best = i;
+    if (best == blocks.size())
+      return nullptr;
+    uint8_t *p = blocks[best].base;
+    capacity = blocks[best].bytes;
+    total -= capacity;
+    blocks.erase(blocks.begin() + std::ptrdiff_t(best));
+    return p;
+  }
+  void put(uint8_t *p, int64_t bytes) {
+    if (bytes > kMaxCachedHbm) {
+      std::free(p);
+      return;
+    }
+    blocks.push_back({p, bytes});
+    total += bytes;
+    while (total > kMaxCachedHbm) {
+      std::free(blocks.front().base);
+      total -= blocks.front().bytes;
+      blocks.erase(blocks.begin());
+    }
+  }
+};
+
+thread_local HbmCache tHbmCache;
+
 std::string bufferLabel(size_t i, const BufferDecl &b) {
   return "buffer " + std::to_string(i) + " (\"" + b.name + "\")";
 }
@@ -83,26 +129,51 @@ Memory::Memory(const Program &program, const Target &target,
         // Constants are never written either.
         hbm_[i] = const_cast<uint8_t *>(b.data.data());
         break;
-      case BufferDecl::Kind::Internal:
-        owned_.push_back(allocate(b.numBytes(), poison));
-        hbm_[i] = owned_.back();
+      case BufferDecl::Kind::Internal: {
+        Internal in;
+        in.bytes = b.numBytes();
+        in.base = in.bytes >= Internal::kGranule
+                      ? tHbmCache.take(in.bytes, in.capacity)
+                      : nullptr;
+        if (in.base) { // recycled: stale until cleared
+          const int64_t granules =
+              (in.bytes + Internal::kGranule - 1) / Internal::kGranule;
+          in.stale.assign(size_t((granules + 63) / 64), ~uint64_t(0));
+          if (granules % 64)
+            in.stale.back() = (uint64_t(1) << (granules % 64)) - 1;
+          in.staleGranules = granules;
+        } else {
+          in.base = allocate(in.bytes, poison);
+          in.capacity = in.bytes > 0 ? in.bytes : 1;
+        }
+        internalOf_.resize(program.buffers.size(), -1);
+        internalOf_[i] = int32_t(internal_.size());
+        internal_.push_back(std::move(in));
+        hbm_[i] = internal_.back().base;
         break;
+      }
       }
     }
     const uint8_t fill = poison ? 0xff : 0;
+    fill_ = fill;
+    internalOf_.resize(program.buffers.size(), -1);
     sbuf_ = acquire(target.partitions, target.sbufBytesPerPartition, fill);
     psum_ = acquire(target.partitions, target.psumBytesPerPartition, fill);
   } catch (...) {
-    for (uint8_t *p : owned_)
-      std::free(p);
+    for (Internal &in : internal_)
+      std::free(in.base);
     release(sbuf_);
     throw;
   }
 }
 
 Memory::~Memory() {
-  for (uint8_t *p : owned_)
-    std::free(p);
+  for (Internal &in : internal_) {
+    if (in.capacity >= Internal::kGranule)
+      tHbmCache.put(in.base, in.capacity);
+    else
+      std::free(in.base);
+  }
   release(sbuf_);
   release(psum_);
 }
@@ -196,11 +267,62 @@ bool denseFree(const AccessPattern &ap) {
   return true;
 }
 
+/// Whether `ap` visits every element of one contiguous byte range once:
+/// row-major, innermost stride 1 (all dims, as for HBM).
+bool denseAll(const AccessPattern &ap) {
+  int64_t expect = 1;
+  for (size_t i = ap.dims.size(); i-- > 0;) {
+    if (ap.dims[i][1] == 1)
+      continue;
+    if (ap.dims[i][0] != expect)
+      return false;
+    expect *= ap.dims[i][1];
+  }
+  return true;
+}
+
 } // namespace
 
-void Memory::touch(const AccessPattern &ap, bool write) {
-  if (ap.space == MemSpace::Hbm)
+void Memory::touchHbm(const AccessPattern &ap, bool write) {
+  Internal &in = internal_[size_t(internalOf_[ap.buffer])];
+  const int64_t eb = dtypeSize(ap.dtype);
+  int64_t lo = ap.offset * eb, hi = lo + eb;
+  for (const auto &d : ap.dims) {
+    const int64_t ext = d[0] * (d[1] - 1) * eb;
+    (ext < 0 ? lo : hi) += ext;
+  }
+  lo = std::max<int64_t>(lo, 0);
+  hi = std::min(hi, in.bytes);
+  if (lo >= hi)
     return;
+  const bool dense = write && denseAll(ap);
+  const int64_t G = Internal::kGranule;
+  for (int64_t g = lo / G; g <= (hi - 1) / G; ++g) {
+    uint64_t &word = in.stale[size_t(g / 64)];
+    const uint64_t bit = uint64_t(1) << (g % 64);
+    if (!(word & bit))
+      continue;
+    const int64_t gLo = g * G, gHi = std::min(gLo + G, in.bytes);
+    if (!(dense && lo <= gLo && gHi <= hi)) { // not overwritten entirely
+      // A dense write overwrites [lo, hi): clear only the rest.
+      const int64_t keepLo = dense ? std::max(lo, gLo) : gHi;
+      const int64_t keepHi = dense ? std::min(hi, gHi) : gHi;
+      std::memset(in.base + gLo, fill_, size_t(keepLo - gLo));
+      if (keepHi < gHi)
+        std::memset(in.base + keepHi, fill_, size_t(gHi - keepHi));
+    }
+    word &= ~bit;
+    --in.staleGranules;
+  }
+}
+
+void Memory::touch(const AccessPattern &ap, bool write) {
+  if (ap.space == MemSpace::Hbm) {
+    if (ap.buffer < internalOf_.size() && internalOf_[ap.buffer] >= 0 &&
+        internal_[size_t(internalOf_[ap.buffer])].staleGranules > 0)
+      touchHbm(ap, write);
+    return;
+  }
   OnChip &b = ap.space == MemSpace::Sbuf ? sbuf_ : psum_;
   const int64_t eb = dtypeSize(ap.dtype);
   int64_t lo = ap.offset, hi = ap.offset + eb;

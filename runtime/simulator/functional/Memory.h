@@ -57,8 +57,25 @@ private:
   static void release(OnChip &block);
   void touch(const AccessPattern &ap, bool write);
 
+  /// An Internal HBM buffer. Its memory comes from a per-thread cache of the
+  /// buffers of earlier runs when one fits (Memory.cpp), instead of fresh
+  /// pages that fault and are zeroed by the OS on first touch. A recycled
+  /// buffer is all "stale", tracked per kGranule bytes and cleared lazily
+  /// like OnChip: when an access reads a stale granule or writes part of it.
+  struct Internal {
+    static constexpr int64_t kGranule = 4096;
+    uint8_t *base = nullptr;
+    int64_t bytes = 0;     // the buffer's size
+    int64_t capacity = 0;  // the allocation's size (>= bytes)
+    std::vector<uint64_t> stale; // bit g: granule g holds an old run's data
+    int64_t staleGranules = 0;
+  };
+  void touchHbm(const AccessPattern &ap, bool write);
+
   std::vector<uint8_t *> hbm_;
-  std::vector<uint8_t *> owned_; // freed in the destructor
+  std::vector<int32_t> internalOf_; // buffer index -> internal_ slot, or -1
+  std::vector<Internal> internal_;  // recycled or freed in the destructor
+  uint8_t fill_ = 0;
   OnChip sbuf_, psum_;
 };
 

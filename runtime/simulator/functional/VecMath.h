@@ -115,48 +115,23 @@ template <class V> NEURON_AI V copySign(V mag, V s) {
 /// NaN inputs pass through: the result of f(x) where x is not NaN, else x.
 template <class V> NEURON_AI V keepNaN(V x, V r) { return sel(x != x, x, r); }
 
-/// Whether any lane of a comparison mask is set.
-NEURON_AI bool anyLane(bool m) { return m; }
-NEURON_AI bool anyLane(vi8 m) {
-  vi8 t = m | __builtin_shufflevector(m, m, 4, 5, 6, 7, 0, 1, 2, 3);
-  t |= __builtin_shufflevector(t, t, 2, 3, 0, 1, 6, 7, 4, 5);
-  t |= __builtin_shufflevector(t, t, 1, 0, 3, 2, 5, 4, 7, 6);
-  return t[0] != 0;
-}
-NEURON_AI bool anyLane(vi16 m) {
-  vi16 t = m | __builtin_shufflevector(m, m, 8, 9, 10, 11, 12, 13, 14, 15, 0,
-                                       1, 2, 3, 4, 5, 6, 7);
-  t |= __builtin_shufflevector(t, t, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8,
-                               9, 10, 11);
-  t |= __builtin_shufflevector(t, t, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14,
-                               15, 12, 13);
-  t |= __builtin_shufflevector(t, t, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13,
-                               12, 15, 14);
-  return t[0] != 0;
-}
-
-/// y * s for a positive normal y and s = 2^e (-126 <= e <= 127), rounded
-/// like the IEEE product (to nearest, ties to even). Products that underflow
-/// (subnormal or zero) are rounded in integer arithmetic: on x86 a float
-/// operation with a subnormal result takes a microcode assist (~100x slower),
-/// which made exp of very negative arguments (masked softmax scores) the
-/// slowest element function. Same bits as y * s either way.
+/// y * s for a positive normal y and s = 2^e (e <= 127), rounded like the
+/// IEEE product (to nearest, ties to even), without a float operation that
+/// underflows: on x86 a float operation with a subnormal result takes a
+/// microcode assist (~100x slower), which made exp of very negative arguments
+/// (masked softmax scores) the slowest element function. Products that
+/// underflow (subnormal or zero) are rounded in integer arithmetic; the
+/// result has the bits of y * s either way.
 template <class V, class I> NEURON_AI V scaleByPow2(V y, I e, V s) {
   const I yb = bitsOf(y);
   const I biased = ((yb >> 23) & 0xff) + e; // exponent field of the product
   const auto under = biased < 1;
-  if (!anyLane(under))
-    return y * s;
-  // Subnormal result: the 24-bit significand shifted right by 1 - biased,
-  // rounded to nearest even (a carry into the exponent field is right).
+  // Underflow: the 24-bit significand shifted right by 1 - biased, rounded
+  // to nearest even (a carry into the exponent field is right).
   const I zero = biased * 0, one = zero + 1;
   const I sh = 1 - sel(biased < -30, zero - 30, biased); // 1 .. 31
   const I m = (yb & 0x7fffff) | 0x800000;
-  const I q = m >> sh;
-  const I rem = m & ((one << sh) - 1);
-  const I half = one << (sh - 1);
-  const auto up = (rem > half) | ((rem == half) & ((q & 1) != 0));
-  const I sub = q + sel(up, one, zero);
+  const I sub = (m + ((one << (sh - 1)) - 1) + ((m >> sh) & 1)) >> sh;
   return sel(under, fromBits(sub), y * sel(under, splat<V>(1.0f), s));
 }
 
@@ -165,8 +140,10 @@ template <class V, class I> NEURON_AI V scaleByPow2(V y, I e, V s) {
 /// e^(x + lo) for |lo| much smaller than 1 (lo = 0: e^x). Cephes expf:
 /// x = n ln2 + r, |r| <= ln2 / 2, e^r by a degree-7 polynomial, 2^n applied
 /// in two steps so subnormal results round once. `lo` joins the argument
-/// reduction, so x + lo needs not be representable.
-template <bool kLo, class V> NEURON_AI V vexpImpl(V x, V lo) {
+/// reduction, so x + lo needs not be representable. kSafe: results that
+/// underflow are scaled without float underflow (scaleByPow2; same bits,
+/// faster when they occur, slower when they do not).
+template <bool kLo, bool kSafe, class V> NEURON_AI V vexpImpl(V x, V lo) {
   const V xc = clampMax(clampMin(x, -104.0f), 89.0f);
   const float kMagic = 12582912.0f; // 1.5 * 2^23: adds round to integer
   const V t = xc * 1.44269504088896341f + kMagic;
@@ -185,15 +162,20 @@ template <bool kLo, class V> NEURON_AI V vexpImpl(V x, V lo) {
   p = p * z + r + 1.0f;
   const auto n1 = n >> 1, n2 = n - n1;
   const V s1 = fromBits((n1 + 127) << 23), s2 = fromBits((n2 + 127) << 23);
-  return keepNaN(x, scaleByPow2(p * s1, n2, s2));
+  if constexpr (kSafe && sizeof(V) > sizeof(float))
+    return keepNaN(x, scaleByPow2(p * s1, n2, s2));
+  else
+    return keepNaN(x, p * s1 * s2);
 }
 
-template <class V> NEURON_AI V vexpLo(V x, V lo) {
-  return vexpImpl<true>(x, lo);
+template <bool kSafe = false, class V> NEURON_AI V vexpLo(V x, V lo) {
+  return vexpImpl<true, kSafe>(x, lo);
 }
 
 /// e^x.
-template <class V> NEURON_AI V vexp(V x) { return vexpImpl<false>(x, x); }
+template <bool kSafe = false, class V> NEURON_AI V vexp(V x) {
+  return vexpImpl<false, kSafe>(x, x);
+}
 
 // ---- log ------------------------------------------------------------------
 
@@ -257,8 +239,8 @@ template <class V> NEURON_AI V vtanh(V x) {
 
 /// 1 / (1 + e^-x), as e^x / (1 + e^x) for x < 0: no overflow, accurate
 /// (not flushed to 0) down to the subnormal range.
-template <class V> NEURON_AI V vsigmoid(V x) {
-  const V e = vexp(-vabs(x));
+template <bool kSafe = false, class V> NEURON_AI V vsigmoid(V x) {
+  const V e = vexp<kSafe>(-vabs(x));
   const V r = 1.0f / (1.0f + e);
   return sel(x < 0.0f, e * r, r);
 }
@@ -277,7 +259,7 @@ template <class V> NEURON_AI V erfSmallOverX(V z) {
 
 /// erfc(a) for a >= 0 given a^2 = hi + lo exactly: e^(-hi - lo) * t P(t),
 /// t = 1 / (1 + 0.4 a) (minimax, rel. err 1.8e-9 on [0, 10]).
-template <class V> NEURON_AI V erfcCore(V a, V hi, V lo) {
+template <bool kSafe = false, class V> NEURON_AI V erfcCore(V a, V hi, V lo) {
   a = clampMax(a, 10.5f); // erfc(10.5) underflows to 0
   const V t = 1.0f / (0.4f * a + 1.0f);
   V p = -1.837911986e-02f * t + 7.746676247e-02f;
@@ -291,7 +273,7 @@ template <class V> NEURON_AI V erfcCore(V a, V hi, V lo) {
   p = p * t + 2.254271328e-01f;
   p = p * t + 2.256863056e-01f;
   p = p * t;
-  return vexpLo(-hi, -lo) * p;
+  return vexpLo<kSafe>(-hi, -lo) * p;
 }
 
 /// x^2 = hi + lo exactly (Dekker: hi = xh^2 for the top 12 bits xh of x).
@@ -303,16 +285,16 @@ template <class V> NEURON_AI void squareHiLo(V x, V &hi, V &lo) {
 
 /// erfc(a) for a >= 0. e^(-a^2) does not round a^2, so large a loses no
 /// accuracy.
-template <class V> NEURON_AI V erfcPos(V a) {
+template <bool kSafe = false, class V> NEURON_AI V erfcPos(V a) {
   V hi, lo;
   squareHiLo(clampMax(a, 10.5f), hi, lo);
-  return erfcCore(a, hi, lo);
+  return erfcCore<kSafe>(a, hi, lo);
 }
 
-template <class V> NEURON_AI V verf(V x) {
+template <bool kSafe = false, class V> NEURON_AI V verf(V x) {
   const V a = vabs(x);
   const V small = x * erfSmallOverX(x * x);
-  const V big = copySign(1.0f - erfcPos(a), x);
+  const V big = copySign(1.0f - erfcPos<kSafe>(a), x);
   return keepNaN(x, sel(a < 1.0f, small, big));
 }
 
@@ -320,24 +302,24 @@ template <class V> NEURON_AI V verf(V x) {
 /// with 1 + erf(u) = 2 - erfc(u) for u > 0 and erfc(-u) below: no
 /// cancellation in the negative tail, and one branch for all x. u^2 is taken
 /// as x^2 / 2 from the exact square of x, so u's rounding does not enter.
-template <class V> NEURON_AI V vgelu(V x) {
+template <bool kSafe = false, class V> NEURON_AI V vgelu(V x) {
   const V u = x * 0.707106781186547524f;
   V hi, lo;
   squareHiLo(clampMax(clampMin(x, -15.0f), 15.0f), hi, lo);
-  const V e = erfcCore(vabs(u), 0.5f * hi, 0.5f * lo);
+  const V e = erfcCore<kSafe>(vabs(u), 0.5f * hi, 0.5f * lo);
   return 0.5f * x * sel(u > 0.0f, 2.0f - e, e);
 }
 
 /// torch gelu (approximate='tanh'): 0.5 x (1 + tanh(y)) = x sigmoid(2 y),
 /// y = sqrt(2 / pi) (x + 0.044715 x^3).
-template <class V> NEURON_AI V vgeluTanh(V x) {
+template <bool kSafe = false, class V> NEURON_AI V vgeluTanh(V x) {
   const V y = 0.79788456080286535588f * (x + 0.044715f * x * x * x);
-  return x / (1.0f + vexp(-2.0f * y));
+  return x / (1.0f + vexp<kSafe>(-2.0f * y));
 }
 
 /// torch softplus (beta 1, threshold 20).
-template <class V> NEURON_AI V vsoftplus(V x) {
-  return sel(x > 20.0f, x, vlog1p(vexp(x)));
+template <bool kSafe = false, class V> NEURON_AI V vsoftplus(V x) {
+  return sel(x > 20.0f, x, vlog1p(vexp<kSafe>(x)));
 }
 
 } // namespace neuron::runtime::vm

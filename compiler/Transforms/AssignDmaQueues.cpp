@@ -2,6 +2,8 @@
 #include "compiler/Passes.h"
 #include "dialects/NIsa/IR/NIsaOps.h"
 
+#include "llvm/ADT/MapVector.h"
+
 using namespace mlir;
 using neuron::ntile::MemSpace;
 
@@ -61,6 +63,17 @@ int64_t instances(Operation *op) {
 
 /// A store (on-chip -> HBM) usually waits for compute of its own iteration; a load
 /// behind it on the same queue could not run ahead into the next iteration.
+/// The first loop after `op` in its block, if only DMAs and declarations lie between.
+Operation *nextLoop(Operation *op) {
+  for (Operation *next = op->getNextNode(); next; next = next->getNextNode()) {
+    if (isa<nisa::LoopOp>(next))
+      return next;
+    if (!isa<nisa::DmaCopyOp, nisa::DmaGatherOp, nisa::BufferOp>(next))
+      return nullptr;
+  }
+  return nullptr;
+}
+
 bool isStore(Operation *op) {
   auto copy = dyn_cast<nisa::DmaCopyOp>(op);
   return copy && copy.getSrc().getSpace() != MemSpace::hbm &&
@@ -74,42 +87,67 @@ struct NeuronAssignDmaQueuesPass : impl::NeuronAssignDmaQueuesBase<NeuronAssignD
       if (isa<nisa::DmaCopyOp, nisa::DmaGatherOp>(op))
         dmas.push_back(op);
     });
-    // Inside loops, loads and stores get disjoint queues, sized by the bytes each moves.
-    double loadBytes = 0, storeBytes = 0;
+    // Inside a loop nest, loads and stores get disjoint queues, sized by the bytes each
+    // moves in that nest (a nest of loads alone uses all queues).
+    struct NestPools {
+      double loadBytes = 0, storeBytes = 0;
+      QueuePool loads, stores;
+    };
+    llvm::MapVector<Operation *, NestPools> nests;
+    auto outermostLoop = [](Operation *op) {
+      Operation *nest = nullptr;
+      for (auto loop = op->getParentOfType<nisa::LoopOp>(); loop;
+           loop = loop->getParentOfType<nisa::LoopOp>())
+        nest = loop;
+      return nest;
+    };
     for (Operation *op : dmas)
-      if (isa<nisa::LoopOp>(op->getParentOp()))
-        (isStore(op) ? storeBytes : loadBytes) +=
-            double(instances(op)) * bytesOf(cast<nisa::InstructionOpInterface>(op).getWritePattern());
-    QueuePool straight, loads, stores;
-    if (loadBytes > 0 && storeBytes > 0) {
+      if (Operation *nest = outermostLoop(op))
+        (isStore(op) ? nests[nest].storeBytes : nests[nest].loadBytes) +=
+            double(instances(op)) *
+            bytesOf(cast<nisa::InstructionOpInterface>(op).getWritePattern());
+    for (auto &[nest, pools] : nests) {
+      if (pools.loadBytes == 0 || pools.storeBytes == 0)
+        continue;
       int n = nisa::kNumDmaQueues;
-      stores.size = std::clamp<int>(std::lround(n * storeBytes / (loadBytes + storeBytes)), 1, n - 1);
-      loads.size = n - stores.size;
-      stores.first = loads.size;
+      pools.stores.size = std::clamp<int>(
+          std::lround(n * pools.storeBytes / (pools.loadBytes + pools.storeBytes)), 1, n - 1);
+      pools.loads.size = n - pools.stores.size;
+      pools.stores.first = pools.loads.size;
     }
+    QueuePool straight;
     OpBuilder b(&getContext());
     for (Operation *op : dmas) {
-      bool inLoop = isa<nisa::LoopOp>(op->getParentOp());
-      QueuePool &pool = !inLoop ? straight : isStore(op) ? stores : loads;
+      Operation *nest = outermostLoop(op);
+      bool inLoop = nest != nullptr;
+      QueuePool *pool = &straight;
+      if (inLoop)
+        pool = isStore(op) ? &nests[nest].stores : &nests[nest].loads;
+      else if (!isStore(op))
+        // A load just before a nest (a hoisted invariant load) goes to the nest's store
+        // queues, idle until its first store, not ahead of the nest's first loads.
+        if (Operation *next = nextLoop(op); next && nests.count(next) &&
+                                            nests[next].stores.size < nisa::kNumDmaQueues)
+          pool = &nests[next].stores;
       auto copy = dyn_cast<nisa::DmaCopyOp>(op);
       if (!copy) {
-        op->setAttr("queue", b.getI32IntegerAttr(pool.take()));
+        op->setAttr("queue", b.getI32IntegerAttr(pool->take()));
         continue;
       }
       nisa::AccessPatternAttr src = copy.getSrc(), dst = copy.getDst();
       int64_t rows = src.getSize(0);
       int64_t parts = std::min<int64_t>(
-          {pool.size, bytesOf(src) / (inLoop ? kLoopDmaSplitBytes : kDmaSplitBytes),
+          {pool->size, bytesOf(src) / (inLoop ? kLoopDmaSplitBytes : kDmaSplitBytes),
            rows / kMinRowsPerPart});
       if (parts < 2 || dst.getSize(0) != rows) {
-        op->setAttr("queue", b.getI32IntegerAttr(pool.take()));
+        op->setAttr("queue", b.getI32IntegerAttr(pool->take()));
         continue;
       }
       b.setInsertionPoint(op);
       int64_t per = (rows + parts - 1) / parts;
       for (int64_t first = 0; first < rows; first += per) {
         int64_t count = std::min(per, rows - first);
-        b.create<nisa::DmaCopyOp>(op->getLoc(), b.getI32IntegerAttr(pool.take()),
+        b.create<nisa::DmaCopyOp>(op->getLoc(), b.getI32IntegerAttr(pool->take()),
                                   outerRows(dst, first, count), outerRows(src, first, count),
                                   nullptr, nullptr);
       }

@@ -1,7 +1,9 @@
 // RUN: neuron-opt %s -neuron-assign-dma-queues | FileCheck %s
 
-// Outside loops: transfers rotate over all 16 queues; a 64 KiB transfer of 128 rows
-// splits into two parts of 32 KiB. Inside loops, where an instruction runs on the same
+// Outside loops: transfers rotate over the queues; a 64 KiB transfer of 128 rows splits
+// into two parts of 32 KiB. Loads just before a loop nest take the nest's store queues
+// (idle until its first store) so as not to delay its first loads; the store after the
+// loop rotates over all queues. Inside loops, where an instruction runs on the same
 // queue in every iteration, loads and stores get disjoint queues in proportion to the
 // bytes they move (here 13 for loads, 3 for stores: loads move 4x the bytes) and split
 // into parts of at least 2 KiB and 8 rows, one per queue of their pool, keeping the
@@ -9,9 +11,9 @@
 // CHECK-LABEL: func @queues
 // CHECK-NEXT: nisa.buffer
 // CHECK-NEXT: nisa.buffer
-// CHECK-NEXT: nisa.dma_copy on 4 <sbuf[0] + 0, {{\[\[}}1, 64], [1, 128]], f32>, <hbm[0] + 0, {{\[\[}}128, 64], [1, 128]], f32>
-// CHECK-NEXT: nisa.dma_copy on 5 <sbuf[64] + 0, {{\[\[}}1, 64], [1, 128]], f32>, <hbm[0] + 8192, {{\[\[}}128, 64], [1, 128]], f32>
-// CHECK-NEXT: nisa.dma_copy on 6 <sbuf[0] + 0, {{\[\[}}1, 2], [1, 4]], f32>
+// CHECK-NEXT: nisa.dma_copy on 17 <sbuf[0] + 0, {{\[\[}}1, 64], [1, 128]], f32>, <hbm[0] + 0, {{\[\[}}128, 64], [1, 128]], f32>
+// CHECK-NEXT: nisa.dma_copy on 18 <sbuf[64] + 0, {{\[\[}}1, 64], [1, 128]], f32>, <hbm[0] + 8192, {{\[\[}}128, 64], [1, 128]], f32>
+// CHECK-NEXT: nisa.dma_copy on 19 <sbuf[0] + 0, {{\[\[}}1, 2], [1, 4]], f32>
 // CHECK-NEXT: nisa.loop iv0 to 8 {
 // CHECK-NEXT: nisa.dma_copy on 4 <sbuf[0] + 0 + 512*(iv0 mod 2), {{\[\[}}1, 10], [1, 128]], f32>, <hbm[0] + 0 + 128*iv0, {{\[\[}}128, 10], [1, 128]], f32>
 // CHECK-NEXT: nisa.dma_copy on 5 <sbuf[10] + 0 + 512*(iv0 mod 2), {{\[\[}}1, 10], [1, 128]], f32>, <hbm[0] + 1280 + 128*iv0, {{\[\[}}128, 10], [1, 128]], f32>
@@ -21,6 +23,7 @@
 // CHECK-NEXT: nisa.dma_copy on 18 <hbm[1] + 5504 + 128*iv0
 // CHECK-NEXT: nisa.dma_copy on 19 <hbm[1] + 11008 + 128*iv0
 // CHECK-NEXT: }
+// CHECK-NEXT: nisa.dma_copy on 4 <hbm[1] + 0, {{\[\[}}128, 2], [1, 4]], f32>
 func.func @queues() {
   nisa.buffer 0 input 0 : tensor<1024x128xf32>
   nisa.buffer 1 output 0 : tensor<1024x128xf32>
@@ -30,5 +33,6 @@ func.func @queues() {
     nisa.dma_copy on 4 <sbuf[0] + 0 + 512*(iv0 mod 2), [[1, 128], [1, 128]], f32>, <hbm[0] + 0 + 128*iv0, [[128, 128], [1, 128]], f32>
     nisa.dma_copy on 4 <hbm[1] + 0 + 128*iv0, [[128, 128], [1, 32]], f32>, <sbuf[0] + 1024 + 128*(iv0 mod 2), [[1, 128], [1, 32]], f32>
   }
+  nisa.dma_copy on 4 <hbm[1] + 0, [[128, 2], [1, 4]], f32>, <sbuf[0] + 0, [[1, 2], [1, 4]], f32>
   return
 }

@@ -20,6 +20,7 @@
 #include "runtime/simulator/functional/Numerics.h"
 
 #include <algorithm>
+#include <cstring>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -64,6 +65,50 @@ float combine(AluOp op, float a, float b) {
   default:
     return a + b;
   }
+}
+
+/// Lowest and one-past-highest byte of `ap` inside a partition (SBUF/PSUM)
+/// or its buffer (HBM).
+void bytesOf(const AccessPattern &ap, int64_t &lo, int64_t &hi) {
+  const int64_t eb = dtypeSize(ap.dtype);
+  lo = ap.space == MemSpace::Hbm ? ap.offset * eb : ap.offset;
+  hi = lo + eb;
+  for (size_t i = ap.space == MemSpace::Hbm ? 0 : 1; i < ap.dims.size(); ++i) {
+    const int64_t ext = ap.dims[i][0] * (ap.dims[i][1] - 1) * eb;
+    (ext < 0 ? lo : hi) += ext;
+  }
+}
+
+/// Whether two (checked) access patterns share no byte. Conservative: false
+/// when unsure.
+bool disjoint(const AccessPattern &x, const AccessPattern &y) {
+  if (x.space != y.space)
+    return true;
+  if (x.space == MemSpace::Hbm && x.buffer != y.buffer)
+    return true;
+  int64_t xlo, xhi, ylo, yhi;
+  bytesOf(x, xlo, xhi);
+  bytesOf(y, ylo, yhi);
+  if (xhi <= ylo || yhi <= xlo)
+    return true;
+  if (x.space == MemSpace::Hbm)
+    return false;
+  // On chip: partitions first .. last of each (any stride) must not meet.
+  auto last = [](const AccessPattern &a) {
+    return int64_t(a.partition) + a.dims[0][0] * (a.dims[0][1] - 1);
+  };
+  const int64_t x0 = std::min<int64_t>(x.partition, last(x)),
+                x1 = std::max<int64_t>(x.partition, last(x)),
+                y0 = std::min<int64_t>(y.partition, last(y)),
+                y1 = std::max<int64_t>(y.partition, last(y));
+  return x1 < y0 || y1 < x0;
+}
+
+/// Whether two access patterns visit the same elements in the same order.
+bool sameElements(const AccessPattern &x, const AccessPattern &y) {
+  return x.space == y.space && x.dtype == y.dtype && x.buffer == y.buffer &&
+         x.partition == y.partition && x.offset == y.offset &&
+         x.dims == y.dims;
 }
 
 bool anyIntegerOperand(const Instruction &inst) {
@@ -225,6 +270,35 @@ void Executor::elementwiseF32(const Instruction &inst) {
       align(s2);
     const Range dr = nextRange(d, n);
 
+    // bf16 -> fp32 copy into a disjoint contiguous dst: convert in place.
+    if (inst.opcode == Opcode::TensorCopy &&
+        s0.view().dtype == DType::BF16 && s0.innerStride() == 2 &&
+        s0.run() >= n && (reinterpret_cast<uintptr_t>(s0.ptr()) & 1) == 0 &&
+        directF32(d, n) && !overlap(nextRange(s0, n), dr)) {
+      kernels::bf16ToF32(reinterpret_cast<const uint16_t *>(s0.ptr()),
+                         reinterpret_cast<float *>(d.ptr()), n);
+      s0.advance(n);
+      d.advance(n);
+      off += n;
+      continue;
+    }
+
+    // A tensor_tensor source that is one value over the chunk (broadcast
+    // along the row) is a scalar operand: tensor_scalar with that value
+    // computes the same (each element is one IEEE operation either way).
+    int scalarSide = -1; // which source, if any
+    float scalar = 0;
+    if (inst.opcode == Opcode::TensorTensor) {
+      const bool b0 = s0.innerStride() == 0 && s0.run() >= n,
+                 b1 = s1.innerStride() == 0 && s1.run() >= n;
+      if (b0 != b1) {
+        Cursor &sc = b0 ? s0 : s1;
+        loadRun(sc.ptr(), 0, sc.view().dtype, &scalar, 1);
+        sc.advance(n);
+        scalarSide = b0 ? 0 : 1;
+      }
+    }
+
     // Sources: in place, or converted into scratch.
     const float *a = nullptr, *b = nullptr, *c = nullptr;
     bool aliasOk = true; // no in-place source partially overlaps dst
@@ -240,9 +314,9 @@ void Executor::elementwiseF32(const Instruction &inst) {
       c.advance(n);
       return p;
     };
-    if (nsrc > 0)
+    if (nsrc > 0 && scalarSide != 0)
       a = fetch(s0, ba);
-    if (nsrc > 1)
+    if (nsrc > 1 && scalarSide != 1)
       b = fetch(s1, bb);
     if (nsrc > 2)
       c = fetch(s2, bc);
@@ -265,7 +339,12 @@ void Executor::elementwiseF32(const Instruction &inst) {
       kernels::activation(inst.func, a, o, n, imm0, imm1);
       break;
     case Opcode::TensorTensor:
-      kernels::tensorTensor(inst.alu, a, b, o, n);
+      if (scalarSide == 1)
+        kernels::tensorScalar(inst.alu, a, scalar, false, o, n);
+      else if (scalarSide == 0)
+        kernels::tensorScalar(inst.alu, b, scalar, true, o, n);
+      else
+        kernels::tensorTensor(inst.alu, a, b, o, n);
       break;
     case Opcode::TensorScalar:
       kernels::tensorScalar(inst.alu, a, imm0, inst.reverse, o, n);
@@ -286,6 +365,68 @@ void Executor::elementwiseF32(const Instruction &inst) {
       d.advance(n);
     off += n;
   }
+}
+
+/// Select of bf16 or fp32 values on a 1-byte condition, when the views
+/// allow: the values' bits are copied (a bf16 signaling NaN made quiet),
+/// which is what the fp32 path computes. False: not done, use that path.
+bool Executor::selectBits(const Instruction &inst) {
+  const DType vt = inst.dst.dtype, ct = inst.srcs[0].dtype;
+  if ((vt != DType::BF16 && vt != DType::F32) || inst.srcs[1].dtype != vt ||
+      inst.srcs[2].dtype != vt ||
+      (ct != DType::U8 && ct != DType::I8 && ct != DType::Bool))
+    return false;
+  // dst must not overlap a source (the fp32 path reads a chunk before it
+  // writes it), unless it is that source exactly.
+  for (int k = 0; k < 3; ++k)
+    if (!disjoint(inst.dst, inst.srcs[size_t(k)]) &&
+        !sameElements(inst.dst, inst.srcs[size_t(k)]))
+      return false;
+  const View dv = mem_.view(inst.dst), cv = mem_.view(inst.srcs[0]),
+             av = mem_.view(inst.srcs[1]), bv = mem_.view(inst.srcs[2]);
+  const int64_t eb = dtypeSize(vt);
+  Cursor d(dv), c(cv), a(av), b(bv);
+  for (int64_t left = dv.numElements(); left > 0;) {
+    const int64_t k =
+        std::min({left, d.run(), c.run(), a.run(), b.run()});
+    if (c.innerStride() == 1 && a.innerStride() == eb &&
+        b.innerStride() == eb && d.innerStride() == eb &&
+        (reinterpret_cast<uintptr_t>(d.ptr()) & (eb - 1)) == 0 &&
+        (reinterpret_cast<uintptr_t>(a.ptr()) & (eb - 1)) == 0 &&
+        (reinterpret_cast<uintptr_t>(b.ptr()) & (eb - 1)) == 0) {
+      if (eb == 2)
+        kernels::selectBf16(c.ptr(), reinterpret_cast<const uint16_t *>(a.ptr()),
+                            reinterpret_cast<const uint16_t *>(b.ptr()),
+                            reinterpret_cast<uint16_t *>(d.ptr()), k);
+      else
+        kernels::selectF32(c.ptr(), reinterpret_cast<const uint32_t *>(a.ptr()),
+                           reinterpret_cast<const uint32_t *>(b.ptr()),
+                           reinterpret_cast<uint32_t *>(d.ptr()), k);
+    } else {
+      const uint8_t *cp = c.ptr(), *ap = a.ptr(), *bp = b.ptr();
+      uint8_t *dp = d.ptr();
+      for (int64_t i = 0; i < k; ++i) {
+        const uint8_t *src = cp[i * c.innerStride()] != 0
+                                 ? ap + i * a.innerStride()
+                                 : bp + i * b.innerStride();
+        if (eb == 2) {
+          uint16_t v;
+          std::memcpy(&v, src, 2);
+          if ((v & 0x7fff) > 0x7f80)
+            v |= 0x40;
+          std::memcpy(dp + i * d.innerStride(), &v, 2);
+        } else {
+          std::memcpy(dp + i * d.innerStride(), src, 4);
+        }
+      }
+    }
+    d.advance(k);
+    c.advance(k);
+    a.advance(k);
+    b.advance(k);
+    left -= k;
+  }
+  return true;
 }
 
 void Executor::reduceF32(const Instruction &inst) {
@@ -506,7 +647,7 @@ void Executor::runImpl(size_t index, const Instruction &inst,
     if (isIntegerDType(inst.dst.dtype) || isIntegerDType(inst.srcs[1].dtype) ||
         isIntegerDType(inst.srcs[2].dtype))
       elementwise<double>(inst, shape);
-    else
+    else if (!selectBits(inst))
       elementwiseF32(inst);
     return;
   case Opcode::Matmul:

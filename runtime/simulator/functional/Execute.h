@@ -29,6 +29,7 @@ private:
   // Float operands: fp32 kernels (Kernels.h) on contiguous runs.
   void elementwiseF32(const Instruction &inst);
   void reduceF32(const Instruction &inst);
+  bool selectBits(const Instruction &inst);
   void matmul(const Instruction &inst, const InstrShape &shape);
   template <int width>
   void pack(const View &v, int64_t rows, int64_t cols, float *out);

@@ -199,6 +199,66 @@ NEURON_AI float reduceLoop(const float *a, int64_t n, float init, Op op) {
   return r;
 }
 
+/// Max (kMax) or min of a[0..n) in no particular order, ignoring NaNs,
+/// with kAcc accumulators of V; `nan` tells whether a NaN was seen.
+template <class V, int kAcc, bool kMax>
+NEURON_AI float extremumAnyOrder(const float *a, int64_t n, bool &nan) {
+  constexpr int lanes = int(sizeof(V) / sizeof(float));
+  const float init = kMax ? -__builtin_inff() : __builtin_inff();
+  auto pick = [](V x, V y) NEURON_LAMBDA_AI {
+    if constexpr (kMax)
+      return x > y ? x : y;
+    else
+      return x < y ? x : y;
+  };
+  V acc[kAcc];
+  decltype(V{} != V{}) bad[kAcc];
+  for (int j = 0; j < kAcc; ++j) {
+    acc[j] = splat<V>(init);
+    bad[j] = acc[j] != acc[j];
+  }
+  int64_t i = 0;
+  for (; i + kAcc * lanes <= n; i += kAcc * lanes)
+    for (int j = 0; j < kAcc; ++j) {
+      const V x = vm::loadV<V>(a + i + j * lanes);
+      acc[j] = pick(x, acc[j]);
+      bad[j] |= x != x;
+    }
+  for (; i + lanes <= n; i += lanes) {
+    const V x = vm::loadV<V>(a + i);
+    acc[0] = pick(x, acc[0]);
+    bad[0] |= x != x;
+  }
+  for (int j = 1; j < kAcc; ++j) {
+    acc[0] = pick(acc[j], acc[0]);
+    bad[0] |= bad[j];
+  }
+  float r = init;
+  nan = false;
+  for (int j = 0; j < lanes; ++j) {
+    r = kMax ? (acc[0][j] > r ? acc[0][j] : r) : (acc[0][j] < r ? acc[0][j] : r);
+    nan |= bad[0][j] != 0;
+  }
+  for (; i < n; ++i) {
+    r = kMax ? (a[i] > r ? a[i] : r) : (a[i] < r ? a[i] : r);
+    nan |= a[i] != a[i];
+  }
+  return r;
+}
+
+/// Max or min (NaN-propagating `op`, in the fixed order of reduceLoop). The
+/// maximum (minimum) of values without NaN is one value whatever the order,
+/// with the same bits, unless it is a zero (+0 and -0 compare equal): so the
+/// order-free loop answers, except for a NaN or a zero.
+template <class V, bool kMax, class Op>
+NEURON_AI float reduceExtremum(const float *a, int64_t n, float init, Op op) {
+  bool nan = false;
+  const float r = extremumAnyOrder<V, 4, kMax>(a, n, nan);
+  if (!nan && r != 0.0f)
+    return r;
+  return reduceLoop(a, n, init, op);
+}
+
 } // namespace
 
 const char *isaName() {
@@ -331,25 +391,68 @@ NEURON_CLONES void tensorScalar(AluOp op, const float *a, float imm,
   binaryDispatch(op, a, nullptr, imm, reverse ? 2 : 1, out, n);
 }
 
-NEURON_CLONES float reduce(AluOp op, const float *a, int64_t n) {
+namespace {
+
+/// reduce() with vectors of type VW for the order-free max / min loops.
+template <class VW>
+NEURON_AI float reduceBody(AluOp op, const float *a, int64_t n) {
   switch (op) {
   case AluOp::Mul:
     return reduceLoop(a, n, 1.0f,
                       [](auto x, auto y) NEURON_LAMBDA_AI { return x * y; });
   case AluOp::Max:
-    return reduceLoop(a, n, -__builtin_inff(),
-                      [](auto x, auto y) NEURON_LAMBDA_AI {
-                        return sel((x > y) | (x != x), x, y);
-                      });
+    return reduceExtremum<VW, true>(a, n, -__builtin_inff(),
+                              [](auto x, auto y) NEURON_LAMBDA_AI {
+                                return sel((x > y) | (x != x), x, y);
+                              });
   case AluOp::Min:
-    return reduceLoop(a, n, __builtin_inff(),
-                      [](auto x, auto y) NEURON_LAMBDA_AI {
-                        return sel((x < y) | (x != x), x, y);
-                      });
+    return reduceExtremum<VW, false>(a, n, __builtin_inff(),
+                              [](auto x, auto y) NEURON_LAMBDA_AI {
+                                return sel((x < y) | (x != x), x, y);
+                              });
   default:
     return reduceLoop(a, n, 0.0f,
                       [](auto x, auto y) NEURON_LAMBDA_AI { return x + y; });
   }
+}
+
+#if NEURON_KERNEL_CLONES
+__attribute__((target("arch=x86-64-v4"))) float
+reduceImpl(AluOp op, const float *a, int64_t n) {
+  return reduceBody<vf8>(op, a, n);
+}
+__attribute__((target("arch=x86-64-v3"))) float
+reduceImpl(AluOp op, const float *a, int64_t n) {
+  return reduceBody<vf8>(op, a, n);
+}
+__attribute__((target("default"))) float
+reduceImpl(AluOp op, const float *a, int64_t n) {
+  return reduceBody<vf8>(op, a, n);
+}
+#else
+float reduceImpl(AluOp op, const float *a, int64_t n) {
+  return reduceBody<vf8>(op, a, n);
+}
+#endif
+
+} // namespace
+
+float reduce(AluOp op, const float *a, int64_t n) {
+  return reduceImpl(op, a, n);
+}
+
+NEURON_CLONES void selectBf16(const uint8_t *cond, const uint16_t *a,
+                              const uint16_t *b, uint16_t *out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const uint16_t v = cond[i] != 0 ? a[i] : b[i];
+    out[i] = (v & 0x7fff) > 0x7f80 ? uint16_t(v | 0x40) : v;
+  }
+}
+
+NEURON_CLONES void selectF32(const uint8_t *cond, const uint32_t *a,
+                             const uint32_t *b, uint32_t *out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = cond[i] != 0 ? a[i] : b[i];
 }
 
 NEURON_CLONES void bf16ToF32(const uint16_t *in, float *out, int64_t n) {

@@ -38,6 +38,14 @@ void tensorScalar(AluOp op, const float *a, float imm, bool reverse,
 /// (deterministic, and closer to torch's cascade sums than a serial sum).
 float reduce(AluOp op, const float *a, int64_t n);
 
+/// out[i] = cond[i] != 0 ? a[i] : b[i] for bf16 values as their bits, except
+/// that a signaling NaN comes out quiet (as through fp32 and f32ToBf16).
+void selectBf16(const uint8_t *cond, const uint16_t *a, const uint16_t *b,
+                uint16_t *out, int64_t n);
+/// The same for fp32 values (bits unchanged).
+void selectF32(const uint8_t *cond, const uint32_t *a, const uint32_t *b,
+               uint32_t *out, int64_t n);
+
 void bf16ToF32(const uint16_t *in, float *out, int64_t n);
 /// Round to nearest even; NaN stays a quiet NaN.
 void f32ToBf16(const float *in, uint16_t *out, int64_t n);

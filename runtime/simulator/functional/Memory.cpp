@@ -182,11 +182,12 @@ Memory::OnChip Memory::acquire(int64_t partitions, int64_t partBytes,
                                uint8_t fill) {
   OnChip b;
   b.partBytes = partBytes;
+  b.pitch = OnChip::pitchFor(partBytes);
   b.partitions = partitions;
   b.fill = fill;
   b.stale.assign(size_t((partBytes + OnChip::kGranule - 1) / OnChip::kGranule),
                  {0, 0});
-  const int64_t bytes = partitions * partBytes;
+  const int64_t bytes = partitions * b.pitch;
   for (CachedBlock &c : tCache.slot) {
     if (!c.base || c.bytes != bytes)
       continue;
@@ -216,7 +217,7 @@ void Memory::release(OnChip &b) {
   if (!b.base)
     return;
   CachedBlock *dst = nullptr;
-  const int64_t bytes = b.partitions * b.partBytes;
+  const int64_t bytes = b.partitions * b.pitch;
   for (CachedBlock &c : tCache.slot)
     if (!c.base) {
       dst = &c;
@@ -356,7 +357,7 @@ void Memory::touch(const AccessPattern &ap, bool write) {
       for (int w = 0; w < 2; ++w)
         for (uint64_t m = w ? m1 : m0; m; m &= m - 1) {
           const int64_t p = w * 64 + __builtin_ctzll(m);
-          uint8_t *row = b.base + p * b.partBytes;
+          uint8_t *row = b.base + p * b.pitch;
           std::memset(row + gLo, b.fill, size_t(keepLo - gLo));
           if (keepHi < gHi)
             std::memset(row + keepHi, b.fill, size_t(gHi - keepHi));
@@ -383,8 +384,8 @@ View Memory::view(const AccessPattern &ap) const {
   case MemSpace::Sbuf:
   case MemSpace::Psum: {
     const OnChip &b = ap.space == MemSpace::Sbuf ? sbuf_ : psum_;
-    return View::make(b.base + int64_t(ap.partition) * b.partBytes + ap.offset,
-                      ap.dtype, ap.dims, b.partBytes, true);
+    return View::make(b.base + int64_t(ap.partition) * b.pitch + ap.offset,
+                      ap.dtype, ap.dims, b.pitch, true);
   }
   }
   return View();

@@ -46,6 +46,15 @@ private:
     static constexpr int64_t kGranule = 2048;
     uint8_t *base = nullptr;
     int64_t partBytes = 0, partitions = 0;
+    /// Host bytes from one partition to the next: partBytes rounded up to
+    /// 4 KiB plus one cache line, so that the same offset in different
+    /// partitions falls into different L1 sets (a multiple of 4 KiB would
+    /// put them all into one: transposing copies and the rows of a matmul's
+    /// PSUM block would evict each other).
+    int64_t pitch = 0;
+    static int64_t pitchFor(int64_t partBytes) {
+      return (partBytes + 4095) / 4096 * 4096 + 64;
+    }
     uint8_t fill = 0;
     // Extent touched in this run: partitions [0, partHi), bytes [0, byteHi).
     int64_t partHi = 0, byteHi = 0;

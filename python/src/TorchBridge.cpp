@@ -180,20 +180,13 @@ BridgeRunResult runWithDLPack(const runtime::Program &program, const py::sequenc
   runtime::RunOptions options;
   options.timingOnly = runOptions.timingOnly;
   std::vector<runtime::InstructionTiming> timeline;
-  const bool wantTimeline = !runOptions.tracePath.empty() || runOptions.originTimes;
-  if (wantTimeline)
+  if (!runOptions.tracePath.empty())
     options.timeline = &timeline;
+  if (runOptions.originTimes)
+    options.originBusyNs = &result.originBusyNs;
   {
     py::gil_scoped_release release;
     result.stats = runtime::simulate(program, *target, inputPtrs, outputPtrs, options);
-    if (runOptions.originTimes) {
-      const size_t origins = program.origins.size();
-      result.originBusyNs.assign(origins + 1, 0.0);
-      for (const runtime::InstructionTiming &t : timeline) {
-        size_t origin = program.instructions[t.instruction].origin;
-        result.originBusyNs[origin < origins ? origin : origins] += t.endNs - t.startNs;
-      }
-    }
     if (!runOptions.tracePath.empty())
       runtime::writeTrace(runOptions.tracePath, program, timeline, &result.stats);
   }

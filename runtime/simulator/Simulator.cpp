@@ -394,6 +394,10 @@ void Simulation::issue(size_t index, const Step &s, const int64_t *iv) {
   if (opts_.timeline)
     opts_.timeline->push_back(
         {uint32_t(index), uint16_t(q), start, end, complete});
+  if (opts_.originBusyNs) {
+    std::vector<double> &busy = *opts_.originBusyNs;
+    busy[std::min<size_t>(inst.origin, busy.size() - 1)] += end - start;
+  }
   if (exec_)
     execute(index, inst, s, iv);
 }
@@ -458,6 +462,8 @@ RunStats Simulation::run(const std::vector<const void *> &inputs,
     opts_.timeline->clear();
     opts_.timeline->reserve(reserveFor(totalInstances_));
   }
+  if (opts_.originBusyNs)
+    opts_.originBusyNs->assign(prog_.origins.size() + 1, 0.0);
   stats_.queueBusyNs.assign(kNumQueues, 0.0);
   planLoopSteps();
 

@@ -39,6 +39,10 @@ struct RunOptions {
   /// program order with the loops expanded (Trace.h writes it as a Chrome
   /// trace / Perfetto timeline).
   std::vector<InstructionTiming> *timeline = nullptr;
+  /// If set, receives the queue time (end - start) summed per origin
+  /// (Program::origins; the last entry for instructions without one), without
+  /// keeping a timeline.
+  std::vector<double> *originBusyNs = nullptr;
 };
 
 struct RunStats {

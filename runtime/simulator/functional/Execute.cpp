@@ -21,9 +21,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 
 namespace neuron::runtime {
@@ -624,16 +621,7 @@ void Executor::gatherRows(size_t index, const Instruction &inst,
   }
 }
 
-struct ProfAcc { double t[4096] = {}; long n[4096] = {}; ~ProfAcc() { if (!getenv("NPROF")) return; for (int i = 0; i < 4096; ++i) if (n[i]) fprintf(stderr, "prof %d %.3f ms %ld\n", i, t[i] * 1e3, n[i]); } };
-static ProfAcc gProf;
 void Executor::run(size_t index, const Instruction &inst,
-                   const InstrShape &shape) {
-  auto t0 = std::chrono::steady_clock::now();
-  runImpl(index, inst, shape);
-  gProf.t[index & 4095] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  gProf.n[index & 4095]++;
-}
-void Executor::runImpl(size_t index, const Instruction &inst,
                    const InstrShape &shape) {
   mem_.prepare(inst);
   switch (inst.opcode) {

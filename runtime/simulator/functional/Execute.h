@@ -19,8 +19,6 @@ public:
   /// data-dependent error (a DmaGather index out of range).
   void run(size_t index, const Instruction &inst, const InstrShape &shape);
 
-public:
-  void runImpl(size_t index, const Instruction &inst, const InstrShape &shape);
 private:
   // Integer operands: computed in double (exact up to 2^53).
   template <class T>

@@ -4,6 +4,7 @@
 #include "runtime/simulator/functional/KernelsDetail.h"
 #include "runtime/simulator/functional/VecMath.h"
 
+#include <climits>
 #include <cmath>
 #include <cstring>
 
@@ -453,6 +454,32 @@ NEURON_CLONES void selectF32(const uint8_t *cond, const uint32_t *a,
                              const uint32_t *b, uint32_t *out, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     out[i] = cond[i] != 0 ? a[i] : b[i];
+}
+
+NEURON_CLONES void i64ToF64(const int64_t *in, double *out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = double(in[i]);
+}
+
+NEURON_CLONES void u8ToF64(const uint8_t *in, double *out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = double(in[i]);
+}
+
+NEURON_CLONES void f64ToI64(const double *in, int64_t *out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    // toInt64 (Numerics.h) without branches: the conversion sees only
+    // in-range values.
+    const double v = in[i];
+    const bool hi = v >= 9.2e18, lo = v <= -9.2e18, nan = !(v == v);
+    const int64_t t = int64_t(hi || lo || nan ? 0.0 : v);
+    out[i] = nan ? 0 : hi ? INT64_MAX : lo ? INT64_MIN : t;
+  }
+}
+
+NEURON_CLONES void f64ToBool(const double *in, uint8_t *out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = uint8_t(in[i] != 0.0);
 }
 
 NEURON_CLONES void bf16ToF32(const uint16_t *in, float *out, int64_t n) {

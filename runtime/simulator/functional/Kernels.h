@@ -46,6 +46,14 @@ void selectBf16(const uint8_t *cond, const uint16_t *a, const uint16_t *b,
 void selectF32(const uint8_t *cond, const uint32_t *a, const uint32_t *b,
                uint32_t *out, int64_t n);
 
+/// Conversions of the double path (integer operands; Numerics.h loadRun
+/// and storeRun): int64 or 1-byte unsigned to double, and double to int64
+/// (toInt64: truncated, NaN -> 0, saturated) or to i1 (non-zero -> 1).
+void i64ToF64(const int64_t *in, double *out, int64_t n);
+void u8ToF64(const uint8_t *in, double *out, int64_t n);
+void f64ToI64(const double *in, int64_t *out, int64_t n);
+void f64ToBool(const double *in, uint8_t *out, int64_t n);
+
 void bf16ToF32(const uint16_t *in, float *out, int64_t n);
 /// Round to nearest even; NaN stays a quiet NaN.
 void f32ToBf16(const float *in, uint16_t *out, int64_t n);

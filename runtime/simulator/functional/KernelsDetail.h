@@ -1,20 +1,17 @@
 // Function multi-versioning of the kernels (see Kernels.h).
 #pragma once
 
-// GCC on x86-64: build each kernel for the baseline ISA and for x86-64-v3
-// (AVX2, FMA, BMI2); an ifunc resolver picks one when the library loads.
+// GCC on x86-64: build each kernel for the baseline ISA, x86-64-v3 (AVX2,
+// FMA, BMI2) and x86-64-v4 (AVX-512); an ifunc resolver picks one when the
+// library loads. Kernels that need other vector widths per ISA define the
+// versions themselves (target attributes under NEURON_KERNEL_CLONES).
 // Define NEURON_NO_KERNEL_CLONES to build the baseline only.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&         \
     defined(__ELF__) && !defined(NEURON_NO_KERNEL_CLONES)
 #define NEURON_KERNEL_CLONES 1
 #define NEURON_CLONES                                                          \
   __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-// The matmul kernel gains nothing from AVX-512 at its 8-float width, and GCC
-// 12 builds its broadcasts from shuffles when they land in xmm16-31.
-#define NEURON_CLONES_V3                                                       \
-  __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define NEURON_KERNEL_CLONES 0
 #define NEURON_CLONES
-#define NEURON_CLONES_V3
 #endif

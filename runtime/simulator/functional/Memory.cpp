@@ -46,7 +46,7 @@ thread_local BlockCache tCache;
 
 /// Internal HBM buffers released by earlier runs of this thread, up to
 /// kMaxCachedHbm bytes in all (the most recently released are kept).
-constexpr int64_t kMaxCachedHbm = int64_t(512) << 20;
+constexpr int64_t kMaxCachedHbm = int64_t(256) << 20;
 struct HbmCache {
   struct Entry {
     uint8_t *base;
@@ -101,7 +101,10 @@ Memory::Memory(const Program &program, const Target &target,
                const std::vector<void *> &outputs, bool poison)
 {
   try {
+    fill_ = poison ? 0xff : 0;
     hbm_.resize(program.buffers.size());
+    internalOf_.assign(program.buffers.size(), -1);
+    internal_.reserve(program.buffers.size()); // no reallocation below
     for (size_t i = 0; i < program.buffers.size(); ++i) {
       const BufferDecl &b = program.buffers[i];
       switch (b.kind) {
@@ -130,15 +133,17 @@ Memory::Memory(const Program &program, const Target &target,
         hbm_[i] = const_cast<uint8_t *>(b.data.data());
         break;
       case BufferDecl::Kind::Internal: {
-        Internal in;
+        internalOf_[i] = int32_t(internal_.size());
+        Internal &in = internal_.emplace_back();
         in.bytes = b.numBytes();
-        in.base = in.bytes >= Internal::kGranule
-                      ? tHbmCache.take(in.bytes, in.capacity)
-                      : nullptr;
-        if (in.base) { // recycled: stale until cleared
-          const int64_t granules =
-              (in.bytes + Internal::kGranule - 1) / Internal::kGranule;
-          in.stale.assign(size_t((granules + 63) / 64), ~uint64_t(0));
+        const int64_t granules =
+            (in.bytes + Internal::kGranule - 1) / Internal::kGranule;
+        if (in.bytes >= Internal::kGranule) {
+          in.stale.resize(size_t((granules + 63) / 64)); // before take()
+          in.base = tHbmCache.take(in.bytes, in.capacity);
+        }
+        if (in.base) { // recycled: all stale until cleared
+          std::fill(in.stale.begin(), in.stale.end(), ~uint64_t(0));
           if (granules % 64)
             in.stale.back() = (uint64_t(1) << (granules % 64)) - 1;
           in.staleGranules = granules;
@@ -146,17 +151,12 @@ Memory::Memory(const Program &program, const Target &target,
           in.base = allocate(in.bytes, poison);
           in.capacity = in.bytes > 0 ? in.bytes : 1;
         }
-        internalOf_.resize(program.buffers.size(), -1);
-        internalOf_[i] = int32_t(internal_.size());
-        internal_.push_back(std::move(in));
-        hbm_[i] = internal_.back().base;
+        hbm_[i] = in.base;
         break;
       }
       }
     }
     const uint8_t fill = poison ? 0xff : 0;
-    fill_ = fill;
-    internalOf_.resize(program.buffers.size(), -1);
     sbuf_ = acquire(target.partitions, target.sbufBytesPerPartition, fill);
     psum_ = acquire(target.partitions, target.psumBytesPerPartition, fill);
   } catch (...) {

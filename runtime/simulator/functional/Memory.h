@@ -35,7 +35,7 @@ public:
   void prepare(const Instruction &inst);
 
 private:
-  /// SBUF or PSUM: one host block of partitions x partBytes. Blocks are
+  /// SBUF or PSUM: one host block of partitions x pitch bytes. Blocks are
   /// recycled through a per-thread cache (Memory.cpp) instead of being
   /// allocated and zero-filled per run. What the last run touched is "stale"
   /// in the next one, tracked per partition and kGranule bytes, and cleared

@@ -146,6 +146,9 @@ void loadRun(const uint8_t *p, int64_t stride, DType dt, T *out, int64_t n) {
   case DType::F16:
     return loadLoop<uint16_t>(p, stride, out, n, halfToFloat);
   case DType::I64:
+    if constexpr (std::is_same_v<T, double>)
+      if (stride == 8 && (reinterpret_cast<uintptr_t>(p) & 7) == 0)
+        return kernels::i64ToF64(reinterpret_cast<const int64_t *>(p), out, n);
     return loadLoop<int64_t>(p, stride, out, n, id);
   case DType::I32:
     return loadLoop<int32_t>(p, stride, out, n, id);
@@ -153,6 +156,9 @@ void loadRun(const uint8_t *p, int64_t stride, DType dt, T *out, int64_t n) {
     return loadLoop<int8_t>(p, stride, out, n, id);
   case DType::U8:
   case DType::Bool:
+    if constexpr (std::is_same_v<T, double>)
+      if (stride == 1)
+        return kernels::u8ToF64(p, out, n);
     return loadLoop<uint8_t>(p, stride, out, n, id);
   }
 }
@@ -174,6 +180,9 @@ void storeRun(uint8_t *p, int64_t stride, DType dt, const T *in, int64_t n) {
     return storeLoop<uint16_t>(p, stride, in, n,
                                [](T v) { return floatToHalf(float(v)); });
   case DType::I64:
+    if constexpr (std::is_same_v<T, double>)
+      if (stride == 8 && (reinterpret_cast<uintptr_t>(p) & 7) == 0)
+        return kernels::f64ToI64(in, reinterpret_cast<int64_t *>(p), n);
     return storeLoop<int64_t>(p, stride, in, n, [](T v) { return toInt64(v); });
   case DType::I32:
     return storeLoop<int32_t>(
@@ -185,6 +194,9 @@ void storeRun(uint8_t *p, int64_t stride, DType dt, const T *in, int64_t n) {
     return storeLoop<uint8_t>(p, stride, in, n,
                               [](T v) { return uint8_t(toInt64(v)); });
   case DType::Bool:
+    if constexpr (std::is_same_v<T, double>)
+      if (stride == 1)
+        return kernels::f64ToBool(in, p, n);
     return storeLoop<uint8_t>(p, stride, in, n,
                               [](T v) { return uint8_t(v != T(0)); });
   }

@@ -208,6 +208,17 @@ inline void copyElements(const View &dst, const View &src) {
     int64_t k = std::min(std::min(d.run(), s.run()), left);
     int64_t ds = d.innerStride(), ss = s.innerStride();
     if (ds == eb && ss == eb) {
+      if (k < left && k * eb >= 512) {
+        // The rows of a copy are often pages apart, where the hardware does
+        // not prefetch: request the next destination run while this copies.
+        Cursor next = d;
+        next.advance(k);
+        if (next.innerStride() == eb) {
+          const int64_t bytes = std::min<int64_t>(next.run() * eb, 4096);
+          for (int64_t o = 0; o < bytes; o += 64)
+            __builtin_prefetch(next.ptr() + o, 1, 3);
+        }
+      }
       std::memmove(d.ptr(), s.ptr(), size_t(k * eb));
     } else {
       switch (eb) { // fixed-size copies: no memcpy call per element

@@ -17,6 +17,19 @@ public:
   /// Reserves `durationNs` of channel time at or after `earliest`; returns the
   /// end of the reservation.
   double reserve(double earliest, double durationNs) {
+    // Fast path, the common case when HBM is busy: at or after the start of the
+    // last reservation, the request goes after it (the same result as below).
+    if (busy_.size() > head_) {
+      Span &last = busy_.back();
+      if (earliest >= last.start && last.end > last.start && durationNs > 0) {
+        const double s = std::max(earliest, last.end), e = s + durationNs;
+        if (last.end >= s - kMergeNs)
+          last.end = std::max(last.end, e);
+        else
+          busy_.push_back(Span{s, e});
+        return e;
+      }
+    }
     double s = earliest;
     size_t i = upperBound(s);
     if (i > head_)

@@ -1,4 +1,4 @@
-# Writes SourceHash.h: a hash of every compiler, dialect and runtime source, so that the
+# Writes SourceHash.h: a hash of every compiler, dialect and program-format source, so that the
 # compiler version (part of every compile-cache key) changes whenever the code does.
 file(STRINGS "${LIST}" files)
 set(all "")

@@ -7,6 +7,8 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <cstring>
+
 using namespace mlir;
 namespace rt = neuron::runtime;
 using neuron::ntile::MemSpace;
@@ -36,17 +38,31 @@ std::optional<rt::DType> toDType(Type t) {
 std::vector<uint8_t> elementBytes(ElementsAttr attr, rt::DType dtype) {
   std::vector<uint8_t> bytes;
   int64_t width = rt::dtypeSize(dtype);
+  auto dense = cast<DenseElementsAttr>(attr);
+  Type et = dense.getElementType();
+  // Whole-byte elements are stored little-endian, packed, as the program wants them:
+  // copy the raw data (a splat holds one element).
+  if (!et.isInteger(1) && (int64_t)et.getIntOrFloatBitWidth() == 8 * width) {
+    ArrayRef<char> raw = dense.getRawData();
+    int64_t n = dense.getNumElements();
+    bytes.resize(n * width);
+    if (dense.isSplat())
+      for (int64_t i = 0; i < n; ++i)
+        std::memcpy(bytes.data() + i * width, raw.data(), width);
+    else
+      std::memcpy(bytes.data(), raw.data(), bytes.size());
+    return bytes;
+  }
   auto append = [&](uint64_t raw) {
     for (int64_t i = 0; i < width; ++i)
       bytes.push_back((raw >> (8 * i)) & 0xff);
   };
-  auto dense = cast<DenseElementsAttr>(attr);
-  if (isa<FloatType>(dense.getElementType())) {
+  if (isa<FloatType>(et)) {
     for (APFloat v : dense.getValues<APFloat>())
       append(v.bitcastToAPInt().getZExtValue());
   } else {
     for (APInt v : dense.getValues<APInt>())
-      append(dense.getElementType().isInteger(1) ? v.getZExtValue() : v.getSExtValue());
+      append(et.isInteger(1) ? v.getZExtValue() : v.getSExtValue());
   }
   return bytes;
 }

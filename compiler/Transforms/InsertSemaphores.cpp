@@ -351,7 +351,16 @@ bool SemaphoreInserter::mayOverlap(const Access &x, const Access &a, int level, 
     int64_t rlo = *llvm::min_element(residueShifts), rhi = *llvm::max_element(residueShifts);
     return lo + rlo < a.bHi - x.bLo && hi + rhi > a.bLo - x.bHi;
   }
+  // Branch and bound: the shifts the axes from k on can still add, as a range.
+  SmallVector<int64_t, 6> restLo(axes.size() + 1, 0), restHi(axes.size() + 1, 0);
+  for (int64_t k = axes.size() - 1; k >= 0; --k) {
+    int64_t a0 = axes[k].coef * axes[k].lo, a1 = axes[k].coef * axes[k].hi;
+    restLo[k] = restLo[k + 1] + std::min(a0, a1);
+    restHi[k] = restHi[k + 1] + std::max(a0, a1);
+  }
   std::function<bool(size_t, int64_t)> any = [&](size_t k, int64_t delta) {
+    if (delta + restLo[k] >= a.bHi - x.bLo || delta + restHi[k] <= a.bLo - x.bHi)
+      return false; // no combination of the rest reaches an overlap of the byte ranges
     if (k == axes.size())
       return overlapsShifted(x, a, delta);
     for (int64_t i = axes[k].lo; i <= axes[k].hi; ++i)

@@ -6,12 +6,18 @@
 // into (or scattered from) an L1-sized scratch array with dtype conversion.
 // Instructions with an integer operand (and iota) compute in double through
 // the generic functors of ElementOps.h. Matmul packs its operands into panels
-// and runs the blocked kernel of MatmulKernel.cpp straight into PSUM.
+// (bf16 rows in one step: kernels::packBf16Panels) and runs the blocked
+// kernel of MatmulKernel.cpp straight into PSUM.
 // Select takes the float path when its two value operands and dst are float
 // (the condition, often i1, converts to float without turning non-zero into
-// zero). Sources may be broadcast along the row (innermost free stride 0):
-// they never run in place and are gathered with one load per run. DmaGather
-// copies one table row per destination partition, checking each index.
+// zero); on a 1-byte condition with bf16 or fp32 values and dst it copies the
+// values' bits instead (selectBits: the same result). Sources may be
+// broadcast along the row (innermost free stride 0): they never run in place
+// and are gathered with one load per run; a tensor_tensor whose one source
+// is broadcast over a chunk runs as tensor_scalar. bf16 -> fp32 copies
+// convert straight into a contiguous dst. DmaGather copies one table row per
+// destination partition, checking each index. Every fast path gives the bits
+// of the general path it replaces (test_fast_paths.cpp).
 #include "runtime/simulator/functional/Execute.h"
 
 #include "runtime/simulator/Simulator.h"

@@ -392,54 +392,25 @@ NEURON_CLONES void tensorScalar(AluOp op, const float *a, float imm,
   binaryDispatch(op, a, nullptr, imm, reverse ? 2 : 1, out, n);
 }
 
-namespace {
-
-/// reduce() with vectors of type VW for the order-free max / min loops.
-template <class VW>
-NEURON_AI float reduceBody(AluOp op, const float *a, int64_t n) {
+NEURON_CLONES float reduce(AluOp op, const float *a, int64_t n) {
   switch (op) {
   case AluOp::Mul:
     return reduceLoop(a, n, 1.0f,
                       [](auto x, auto y) NEURON_LAMBDA_AI { return x * y; });
   case AluOp::Max:
-    return reduceExtremum<VW, true>(a, n, -__builtin_inff(),
-                              [](auto x, auto y) NEURON_LAMBDA_AI {
-                                return sel((x > y) | (x != x), x, y);
-                              });
+    return reduceExtremum<vf8, true>(a, n, -__builtin_inff(),
+                                     [](auto x, auto y) NEURON_LAMBDA_AI {
+                                       return sel((x > y) | (x != x), x, y);
+                                     });
   case AluOp::Min:
-    return reduceExtremum<VW, false>(a, n, __builtin_inff(),
-                              [](auto x, auto y) NEURON_LAMBDA_AI {
-                                return sel((x < y) | (x != x), x, y);
-                              });
+    return reduceExtremum<vf8, false>(a, n, __builtin_inff(),
+                                      [](auto x, auto y) NEURON_LAMBDA_AI {
+                                        return sel((x < y) | (x != x), x, y);
+                                      });
   default:
     return reduceLoop(a, n, 0.0f,
                       [](auto x, auto y) NEURON_LAMBDA_AI { return x + y; });
   }
-}
-
-#if NEURON_KERNEL_CLONES
-__attribute__((target("arch=x86-64-v4"))) float
-reduceImpl(AluOp op, const float *a, int64_t n) {
-  return reduceBody<vf8>(op, a, n);
-}
-__attribute__((target("arch=x86-64-v3"))) float
-reduceImpl(AluOp op, const float *a, int64_t n) {
-  return reduceBody<vf8>(op, a, n);
-}
-__attribute__((target("default"))) float
-reduceImpl(AluOp op, const float *a, int64_t n) {
-  return reduceBody<vf8>(op, a, n);
-}
-#else
-float reduceImpl(AluOp op, const float *a, int64_t n) {
-  return reduceBody<vf8>(op, a, n);
-}
-#endif
-
-} // namespace
-
-float reduce(AluOp op, const float *a, int64_t n) {
-  return reduceImpl(op, a, n);
 }
 
 NEURON_CLONES void selectBf16(const uint8_t *cond, const uint16_t *a,

@@ -2,10 +2,10 @@
 //
 // Each entry point switches once on its operation and runs a loop over whole
 // vectors (VecMath.h) and then the tail. On x86-64 with GCC every entry point
-// is built for several ISAs: baseline x86-64, x86-64-v3 (AVX2, FMA) and, for
-// the elementwise kernels, x86-64-v4 (AVX-512; activations run 16 wide); the
-// loader picks the best the CPU supports (ifunc), so binaries still run on
-// any x86-64 machine. The kernels may fuse multiply-adds (FMA variants), so
+// is built for several ISAs: baseline x86-64, x86-64-v3 (AVX2, FMA) and
+// x86-64-v4 (AVX-512; activations run 16 wide, the matmul 6 x 32 blocks);
+// the loader picks the best the CPU supports (ifunc), so binaries still run
+// on any x86-64 machine. The kernels may fuse multiply-adds (FMA variants), so
 // fp32 results can differ in the last bit between CPUs with and without FMA:
 // transcendental functions, and matmuls of fp32 inputs (bf16 and fp16
 // products are exact in fp32, so those matmuls do not depend on the CPU).
@@ -21,7 +21,9 @@ namespace neuron::runtime::kernels {
 /// "x86-64-v3" when the AVX2/FMA variants run, else "baseline".
 const char *isaName();
 
-/// out[i] = f(in[i] * scale + bias). `in` may equal `out`.
+/// out[i] = f(in[i] * scale + bias). `in` may equal `out`. The functions of
+/// exp first find the range of the arguments: where exp may underflow they
+/// take a path without float underflow (same bits, see vm::scaleByPow2).
 void activation(ActFunc f, const float *in, float *out, int64_t n, float scale,
                 float bias);
 

@@ -3,8 +3,10 @@
 // A 6 x 16 block of C lives in 12 registers of 8 floats while the kernel
 // walks K over one packed A panel (6 floats per k) and one packed B panel (16
 // floats per k); the B panel (<= 8 KiB) stays in L1 while all A panels pass
-// over it. Built with -ffp-contract=fast (runtime/CMakeLists.txt) so the
-// x86-64-v3 variant uses FMA. For bf16/fp16 inputs the products are exact in
+// over it. The x86-64-v4 variant holds a 6 x 32 block (two B panels) in 12
+// registers of 16 floats. Built with -ffp-contract=fast (runtime/CMakeLists.txt)
+// so the v3 and v4 variants use FMA, with the same sums in the same order:
+// they give the same bits. For bf16/fp16 inputs the products are exact in
 // fp32, so FMA or not, every CPU gives the same bits.
 #include "runtime/simulator/functional/Kernels.h"
 

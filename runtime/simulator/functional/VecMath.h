@@ -115,7 +115,7 @@ template <class V> NEURON_AI V copySign(V mag, V s) {
 /// NaN inputs pass through: the result of f(x) where x is not NaN, else x.
 template <class V> NEURON_AI V keepNaN(V x, V r) { return sel(x != x, x, r); }
 
-/// y * s for a positive normal y and s = 2^e (e <= 127), rounded like the
+/// y * s for a positive normal y and a normal s = 2^e, rounded like the
 /// IEEE product (to nearest, ties to even), without a float operation that
 /// underflows: on x86 a float operation with a subnormal result takes a
 /// microcode assist (~100x slower), which made exp of very negative arguments
@@ -140,9 +140,9 @@ template <class V, class I> NEURON_AI V scaleByPow2(V y, I e, V s) {
 /// e^(x + lo) for |lo| much smaller than 1 (lo = 0: e^x). Cephes expf:
 /// x = n ln2 + r, |r| <= ln2 / 2, e^r by a degree-7 polynomial, 2^n applied
 /// in two steps so subnormal results round once. `lo` joins the argument
-/// reduction, so x + lo needs not be representable. kSafe: results that
-/// underflow are scaled without float underflow (scaleByPow2; same bits,
-/// faster when they occur, slower when they do not).
+/// reduction, so x + lo needs not be representable. kSafe: vectors scale
+/// with scaleByPow2 (same bits; faster when results underflow, slower when
+/// none do); scalars always multiply.
 template <bool kLo, bool kSafe, class V> NEURON_AI V vexpImpl(V x, V lo) {
   const V xc = clampMax(clampMin(x, -104.0f), 89.0f);
   const float kMagic = 12582912.0f; // 1.5 * 2^23: adds round to integer

@@ -1,6 +1,6 @@
 // The neuron-allocate-tiles pass: a byte offset in every partition of SBUF or PSUM for each
 // tile, with liveness over loop regions.
-#include "compiler/Conversion/NTileToNIsa/TileAllocator.h"
+#include "compiler/Transforms/TileAllocator.h"
 #include "compiler/Passes.h"
 #include "dialects/Common/LoopTerms.h"
 #include "dialects/NTile/IR/NTileOps.h"

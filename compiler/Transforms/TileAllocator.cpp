@@ -1,5 +1,5 @@
 // Next-fit ring allocation of SBUF and PSUM ranges.
-#include "compiler/Conversion/NTileToNIsa/TileAllocator.h"
+#include "compiler/Transforms/TileAllocator.h"
 
 namespace neuron::compiler {
 

@@ -49,7 +49,7 @@ struct Access {
   SmallVector<Operation *, 4> loops;
   int carried;                  // level whose previous iteration this stands for, or -1
   bool hbm;
-  uint32_t buffer;              // HBM buffer id
+  uint32_t buffer;              // HBM buffer id, or the memory space on chip
   int64_t pLo, pHi, bLo, bHi;   // partitions x bytes at iv = 0
   SmallVector<LoopTerm, 2> terms; // byte terms
   int64_t start;                // byte of the first element at iv = 0
@@ -116,7 +116,7 @@ public:
 private:
   void visitBlock(Block &block, bool setWaits);
   void visitInstruction(nisa::InstructionOpInterface op, bool setWaits);
-  Access describe(Operation *op, nisa::AccessPatternAttr ap, bool write, int q);
+  Access describe(nisa::AccessPatternAttr ap, bool write, int q);
   SmallVector<MemoryKey> keysOf(const Access &a) const;
   std::optional<int64_t> distance(const Access &x, const Access &a, int level) const;
   bool mayOverlap(const Access &x, const Access &a, int level, int64_t d) const;
@@ -197,8 +197,7 @@ void SemaphoreInserter::visitBlock(Block &block, bool setWaits) {
   }
 }
 
-Access SemaphoreInserter::describe(Operation *op, nisa::AccessPatternAttr ap, bool write,
-                                   int q) {
+Access SemaphoreInserter::describe(nisa::AccessPatternAttr ap, bool write, int q) {
   Access a;
   a.queue = q;
   a.write = write;
@@ -248,7 +247,6 @@ Access SemaphoreInserter::describe(Operation *op, nisa::AccessPatternAttr ap, bo
     for (const LoopTerm &t : unpackTerms(ap.getTerms()))
       a.terms.push_back(t);
   }
-  (void)op;
   return a;
 }
 
@@ -452,7 +450,7 @@ void SemaphoreInserter::visitInstruction(nisa::InstructionOpInterface op, bool s
 
   std::vector<std::pair<MemoryKey, Access>> added;
   for (nisa::AccessPatternAttr ap : op.getReadPatterns()) {
-    Access x = describe(op, ap, false, q);
+    Access x = describe(ap, false, q);
     for (const MemoryKey &key : keysOf(x)) {
       for (const Access &a : history[key])
         if (a.write)
@@ -460,7 +458,7 @@ void SemaphoreInserter::visitInstruction(nisa::InstructionOpInterface op, bool s
       added.push_back({key, x});
     }
   }
-  Access w = describe(op, op.getWritePattern(), true, q);
+  Access w = describe(op.getWritePattern(), true, q);
   for (const MemoryKey &key : keysOf(w)) {
     std::vector<Access> &list = history[key];
     for (const Access &a : list)

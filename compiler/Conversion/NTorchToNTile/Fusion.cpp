@@ -48,6 +48,10 @@ private:
            (t.getRank() == (int64_t)shape.size());
   }
   LogicalResult emit(Operation &o);
+  /// The tile for the result of `o` (free size `free`, element type `type`): the tile of
+  /// one of `inputs` when `o` is that value's last use and it was computed in the body
+  /// (engines read and write a tile in place), else a new one.
+  Value resultTile(Operation &o, ValueRange inputs, int64_t free, Type type);
 
   TileEmitter &e;
   ntorch::FusionOp op;
@@ -94,6 +98,21 @@ Value FusionLowering::tileFor(Value v) {
   return tile;
 }
 
+Value FusionLowering::resultTile(Operation &o, ValueRange inputs, int64_t free, Type type) {
+  for (Value in : inputs) {
+    Operation *def = in.getDefiningOp();
+    Value tile = tiles.lookup(in);
+    if (!def || isa<ntorch::ConstantOp, ntorch::ReshapeOp>(def) || !tile ||
+        freeOf(tile) != free || cast<MemRefType>(tile.getType()).getElementType() != type)
+      continue;
+    if (llvm::all_of(in.getUsers(), [&](Operation *user) {
+          return user == &o || user->isBeforeInBlock(&o);
+        }))
+      return tile;
+  }
+  return newTile(free, type);
+}
+
 LogicalResult FusionLowering::emit(Operation &o) {
   OpBuilder &b = e.b;
   auto resultType = [&](Operation &x) { return tensorType(x.getResult(0)).getElementType(); };
@@ -101,7 +120,7 @@ LogicalResult FusionLowering::emit(Operation &o) {
       .Case([&](ntorch::ConstantOp) { return success(); }) // materialized on use
       .Case([&](ntorch::UnaryOp u) {
         Value in = tileFor(u.getInput());
-        Value out = newTile(freeOf(in), resultType(o));
+        Value out = resultTile(o, u.getInput(), freeOf(in), resultType(o));
         b.create<ntile::ActivationOp>(loc, toActFunc(u.getFn()), in, out, APFloat(1.0),
                                       APFloat(0.0));
         tiles[u] = out;
@@ -111,14 +130,16 @@ LogicalResult FusionLowering::emit(Operation &o) {
         AluOp alu = toAluOp(bo.getFn());
         std::optional<double> l = splatValue(bo.getLhs()), r = splatValue(bo.getRhs());
         if (l || r) {
-          Value t = tileFor(r ? bo.getLhs() : bo.getRhs());
-          Value out = newTile(freeOf(t), resultType(o));
+          Value operand = r ? bo.getLhs() : bo.getRhs();
+          Value t = tileFor(operand);
+          Value out = resultTile(o, operand, freeOf(t), resultType(o));
           b.create<ntile::TensorScalarOp>(loc, alu, t, APFloat(r ? *r : *l), out, /*reverse=*/!r);
           tiles[bo] = out;
           return success();
         }
         Value lt = tileFor(bo.getLhs()), rt = tileFor(bo.getRhs());
-        Value out = newTile(std::max(freeOf(lt), freeOf(rt)), resultType(o));
+        Value out = resultTile(o, {bo.getLhs(), bo.getRhs()}, std::max(freeOf(lt), freeOf(rt)),
+                               resultType(o));
         b.create<ntile::TensorTensorOp>(loc, alu, lt, rt, out);
         tiles[bo] = out;
         return success();

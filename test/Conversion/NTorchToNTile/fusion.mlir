@@ -4,7 +4,9 @@
 // blocks of 128 rows (iv0, 128 * 512 = 65536 elements per block); a row (512 f32) fits
 // one tile, so there is no column loop. Each block loads x once and stores the result
 // once; the row max and row sum are [128, 1] tiles that broadcast along the free
-// dimension in the sub and mul, and never reach HBM.
+// dimension in the sub and mul, and never reach HBM. A value computed in the body whose
+// last use is the next op is overwritten in place: exp and the final mul reuse the
+// tile of the sub.
 // CHECK-LABEL: func @softmax$loops
 // CHECK-NEXT: ntile.loop iv0 to 8 {
 // CHECK-NEXT: %[[X:.*]] = memref.alloc() : memref<128x512xf32, #ntile.mem<sbuf>>
@@ -13,15 +15,13 @@
 // CHECK-NEXT: ntile.reduce max %[[X]] to %[[M]] :
 // CHECK-NEXT: %[[D:.*]] = memref.alloc() : memref<128x512xf32, #ntile.mem<sbuf>>
 // CHECK-NEXT: ntile.tensor_tensor sub %[[X]], %[[M]] to %[[D]] : memref<128x512xf32, #ntile.mem<sbuf>>, memref<128x1xf32, #ntile.mem<sbuf>>, memref<128x512xf32, #ntile.mem<sbuf>>
-// CHECK-NEXT: %[[E:.*]] = memref.alloc() : memref<128x512xf32, #ntile.mem<sbuf>>
-// CHECK-NEXT: ntile.activation exp %[[D]] to %[[E]] :
+// CHECK-NEXT: ntile.activation exp %[[D]] to %[[D]] :
 // CHECK-NEXT: %[[S:.*]] = memref.alloc() : memref<128x1xf32, #ntile.mem<sbuf>>
-// CHECK-NEXT: ntile.reduce add %[[E]] to %[[S]] :
+// CHECK-NEXT: ntile.reduce add %[[D]] to %[[S]] :
 // CHECK-NEXT: %[[INV:.*]] = memref.alloc() : memref<128x1xf32, #ntile.mem<sbuf>>
 // CHECK-NEXT: ntile.activation reciprocal %[[S]] to %[[INV]] :
-// CHECK-NEXT: %[[Y:.*]] = memref.alloc() : memref<128x512xf32, #ntile.mem<sbuf>>
-// CHECK-NEXT: ntile.tensor_tensor mul %[[E]], %[[INV]] to %[[Y]] : memref<128x512xf32, #ntile.mem<sbuf>>, memref<128x1xf32, #ntile.mem<sbuf>>, memref<128x512xf32, #ntile.mem<sbuf>>
-// CHECK-NEXT: ntile.dma %[[Y]] <0, {{\[\[}}512, 128], [1, 512]]> to %arg1 <0 + 65536*iv0, {{\[\[}}512, 128], [1, 512]]>
+// CHECK-NEXT: ntile.tensor_tensor mul %[[D]], %[[INV]] to %[[D]] : memref<128x512xf32, #ntile.mem<sbuf>>, memref<128x1xf32, #ntile.mem<sbuf>>, memref<128x512xf32, #ntile.mem<sbuf>>
+// CHECK-NEXT: ntile.dma %[[D]] <0, {{\[\[}}512, 128], [1, 512]]> to %arg1 <0 + 65536*iv0, {{\[\[}}512, 128], [1, 512]]>
 // CHECK-NEXT: }
 // CHECK-NEXT: return
 func.func @softmax$loops(%x: tensor<1024x512xf32>) -> tensor<1024x512xf32> {

@@ -28,7 +28,7 @@ static void emitTiled(TileEmitter &e, Location loc, ArrayRef<Value> inputs, Valu
   }
   strides.push_back(contiguousStrides(rt.getShape()));
   RowTiling tiling(rt.getShape(), strides, e.target.partitions);
-  tiling.emit(e, loc, e.maxTileFree(widest), /*columnsOuter=*/false,
+  tiling.emit(e, loc, e.maxTileFree(widest),
               [&](const RowBlock &block, const Offset &col0, int64_t cols) {
                 int64_t rows = block.rows();
                 SmallVector<Value> tiles;

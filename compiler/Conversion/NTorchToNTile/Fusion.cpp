@@ -250,7 +250,7 @@ LogicalResult FusionLowering::run() {
     return failure();
   createBuffers();
   LogicalResult status = success();
-  tiling->emit(e, loc, free, /*columnsOuter=*/false,
+  tiling->emit(e, loc, free,
                [&](const RowBlock &rowBlock, const Offset &c0, int64_t fc) {
                  if (succeeded(status))
                    status = emitTile(rowBlock, c0, fc, DenseMap<Value, Value>());

@@ -52,10 +52,10 @@ struct TilePattern : ConversionPattern {
       return failure();
     // Ops lowered ahead of their turn (a matmul's epilogue fusion) are done too: replace
     // them first, so that a matmul whose only reader was its epilogue can go.
-    for (Operation *early : llvm::make_early_inc_range(state.loweredEarly)) {
-      rewriter.replaceOp(early, resultBuffers(early));
-      state.loweredEarly.erase(early);
-    }
+    SmallVector<Operation *> early = llvm::to_vector(state.loweredEarly);
+    state.loweredEarly.clear();
+    for (Operation *lowered : early)
+      rewriter.replaceOp(lowered, resultBuffers(lowered));
     SmallVector<Value> results = resultBuffers(op);
     if (llvm::any_of(results, [](Value v) { return !v; }))
       rewriter.eraseOp(op); // its result never leaves PSUM

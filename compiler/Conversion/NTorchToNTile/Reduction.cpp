@@ -41,7 +41,7 @@ LogicalResult lowerReduction(TileEmitter &e, Operation *operation) {
   outStrides.back() = 0;
   RowTiling tiling(shape, {inStrides, outStrides}, e.target.partitions);
   // Rows only: the chunks of a row are the inner loop, accumulated below.
-  tiling.emit(e, loc, reduced, /*columnsOuter=*/false,
+  tiling.emit(e, loc, reduced,
               [&](const RowBlock &block, const Offset &, int64_t) {
     int64_t pr = block.rows();
     auto reduceChunk = [&](const Offset &chunk, int64_t fc) {

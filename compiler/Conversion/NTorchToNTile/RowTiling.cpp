@@ -88,7 +88,7 @@ RowBlock RowTiling::blockOf(ArrayRef<Offset> first, ArrayRef<int64_t> count) con
   return block;
 }
 
-void RowTiling::emit(TileEmitter &e, Location loc, int64_t maxFree, bool columnsOuter,
+void RowTiling::emit(TileEmitter &e, Location loc, int64_t maxFree,
                      function_ref<void(const RowBlock &, const Offset &, int64_t)> fn) const {
   RowBlock block;
   block.first.assign(dims.size(), Offset(0));
@@ -119,10 +119,7 @@ void RowTiling::emit(TileEmitter &e, Location loc, int64_t maxFree, bool columns
       body();
     });
   };
-  if (columnsOuter)
-    columnLoop([&] { rowsFrom(0, [&] { fn(block, col0, width); }); });
-  else
-    rowsFrom(0, [&] { columnLoop([&] { fn(block, col0, width); }); });
+  rowsFrom(0, [&] { columnLoop([&] { fn(block, col0, width); }); });
 }
 
 /// Element offsets of the rows of `block` relative to its first row, in row-major order.

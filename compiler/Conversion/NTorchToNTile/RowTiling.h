@@ -29,9 +29,9 @@ public:
   RowTiling(llvm::ArrayRef<int64_t> shape,
             llvm::ArrayRef<llvm::SmallVector<int64_t>> operandStrides, int64_t partitions);
 
-  /// Emits the loop nest; fn(block, first column, columns) emits one tile. With
-  /// `columnsOuter` the column tiles are the outer loop.
-  void emit(TileEmitter &e, mlir::Location loc, int64_t maxFree, bool columnsOuter,
+  /// Emits the loop nest, row blocks outside column tiles of at most `maxFree`;
+  /// fn(block, first column, columns) emits one tile.
+  void emit(TileEmitter &e, mlir::Location loc, int64_t maxFree,
             llvm::function_ref<void(const RowBlock &, const Offset &col0, int64_t cols)> fn)
       const;
 

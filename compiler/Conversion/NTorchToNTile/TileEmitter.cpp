@@ -171,7 +171,7 @@ void TileEmitter::copyStrided(Location loc, Value source, int64_t sourceOffset,
     return st.empty() ? SmallVector<int64_t>{0} : SmallVector<int64_t>(st);
   };
   RowTiling tiling(atLeast1D(shape), {norm(sourceStrides), norm(targetStrides)}, this->target.partitions);
-  tiling.emit(*this, loc, kCopyChunk, /*columnsOuter=*/false,
+  tiling.emit(*this, loc, kCopyChunk,
               [&](const RowBlock &block, const Offset &col0, int64_t cols) {
                 copyBlock(*this, loc, source, sourceOffset, tiling.strides(0), target,
                           targetOffset, tiling.strides(1), block, col0, cols);

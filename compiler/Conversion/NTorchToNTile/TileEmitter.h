@@ -66,10 +66,6 @@ public:
     return b.getRemappedValue(tensor);
   }
   void setBuffer(mlir::Value tensor, mlir::Value buffer) { state.buffers[tensor] = buffer; }
-  /// `tensor` must be written into `output` (a function output argument).
-  void setOutput(mlir::Value tensor, mlir::Value output) {
-    state.outputs.try_emplace(tensor, output);
-  }
   /// A new HBM buffer for `tensor` (its output argument when it is returned).
   mlir::Value createResultBuffer(mlir::Value tensor, mlir::Location loc);
 
@@ -126,9 +122,9 @@ public:
   /// A new HBM buffer of `type`.
   mlir::Value allocHbm(mlir::Location loc, mlir::RankedTensorType type);
 
-  /// Ops lowered ahead of their turn (a fusion emitted as a matmul's epilogue).
+  /// `op` was lowered ahead of its turn (a fusion emitted as a matmul's epilogue): the
+  /// conversion replaces it with its result buffers right after the current op.
   void markLowered(mlir::Operation *op) { state.loweredEarly.insert(op); }
-  bool isLowered(mlir::Operation *op) const { return state.loweredEarly.contains(op); }
 
 private:
   TileState &state;

@@ -254,11 +254,11 @@ void Memory::release(OnChip &b) {
 
 namespace {
 
-/// Whether the free dims of `ap` (dims[1..]) visit every element of one
-/// contiguous byte range once: row-major, innermost stride 1.
-bool denseFree(const AccessPattern &ap) {
+/// Whether dims[first..] of `ap` visit every element of one contiguous byte
+/// range once: row-major, innermost stride 1.
+bool denseFrom(const AccessPattern &ap, size_t first) {
   int64_t expect = 1;
-  for (size_t i = ap.dims.size(); i-- > 1;) {
+  for (size_t i = ap.dims.size(); i-- > first;) {
     if (ap.dims[i][1] == 1)
       continue;
     if (ap.dims[i][0] != expect)
@@ -268,19 +268,9 @@ bool denseFree(const AccessPattern &ap) {
   return true;
 }
 
-/// Whether `ap` visits every element of one contiguous byte range once:
-/// row-major, innermost stride 1 (all dims, as for HBM).
-bool denseAll(const AccessPattern &ap) {
-  int64_t expect = 1;
-  for (size_t i = ap.dims.size(); i-- > 0;) {
-    if (ap.dims[i][1] == 1)
-      continue;
-    if (ap.dims[i][0] != expect)
-      return false;
-    expect *= ap.dims[i][1];
-  }
-  return true;
-}
+/// The free dims (dims[1..], on chip) / all dims (HBM) are one contiguous range.
+bool denseFree(const AccessPattern &ap) { return denseFrom(ap, 1); }
+bool denseAll(const AccessPattern &ap) { return denseFrom(ap, 0); }
 
 } // namespace
 

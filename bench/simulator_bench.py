@@ -20,6 +20,8 @@ For each graph: torch.compile(model, backend="neuron", dynamic=False) on the def
   eager         wall time of the same model in eager PyTorch on this CPU, same dtype (the
                 best of a few runs, with 1 thread or all CPUs, whichever is faster)
   sim / eager   simulator / eager (functional cases only)
+  hazard check  extra simulator wall time of the hazard detection (on by default in functional
+                runs): simulator / the same run with options={"check_hazards": False} - 1
   TO instr/s    instructions per second of the simulator in timing-only mode (the same
                 program run with options={"timing_only": True}; includes the call overhead)
   max rel err   max |compiled - eager| / max |eager| (functional cases)
@@ -227,6 +229,7 @@ class Result:
     mfu: float = math.nan
     compile_s: float = math.nan
     sim_wall_s: float = math.nan
+    unchecked_wall_s: float = math.nan  # functional, check_hazards=False
     eager_s: float = math.nan
     eager_threads: int = 0
     instructions: int = 0
@@ -315,6 +318,11 @@ def measure(case: Case, target: str | None, runs: int) -> Result:
                 return result
             result.sim_wall_s = _timed(lambda: compiled(*inputs), budget_s=3.0, max_runs=runs)
             stats = neuronsim.last_run_stats()
+            unchecked = torch.compile(
+                model, backend="neuron", dynamic=False, options={**options, "check_hazards": False}
+            )
+            torch._dynamo.reset()
+            result.unchecked_wall_s = _timed(lambda: unchecked(*inputs), budget_s=3.0, max_runs=runs)
             scale = expected.double().abs().max().clamp_min(1e-30)
             result.max_error = float((actual.double() - expected.double()).abs().max() / scale)
         result.sim_ns = stats["sim_ns"]
@@ -344,6 +352,7 @@ COLUMNS = [
     "simulator (s)",
     "eager CPU (s)",
     "sim / eager",
+    "hazard check",
     "instructions",
     "TO instr/s",
     "max rel err",
@@ -362,7 +371,7 @@ def row(r: Result) -> list[str]:
     mode = "timing only" if c.timing_only else "functional"
     if r.error:
         return [c.name, c.what, mode, "", "", "", "", "", _fmt(r.eager_s, "%.4f"), "", "", "",
-                "", "", "", f"COMPILE/RUN ERROR: {r.error}"]  # fmt: skip
+                "", "", "", "", f"COMPILE/RUN ERROR: {r.error}"]  # fmt: skip
     # The ratio is about the functional simulator; a timing-only run computes no numbers.
     ratio = r.sim_wall_s / r.eager_s if r.eager_s and not c.timing_only else math.nan
     util = r.extra.get("utilization", {})
@@ -380,6 +389,7 @@ def row(r: Result) -> list[str]:
         _fmt(r.sim_wall_s, "%.4f"),
         _fmt(r.eager_s, "%.4f") + (f" ({r.eager_threads}T)" if r.eager_threads else ""),
         _fmt(ratio, "%.2f"),
+        _fmt(100 * (r.sim_wall_s / r.unchecked_wall_s - 1), "%+.0f%%"),
         str(r.instructions),
         _fmt(r.to_instr_per_s / 1e6, "%.2fM"),
         _fmt(r.max_error, "%.1e"),
@@ -431,6 +441,15 @@ def summary(results: list[Result]) -> str:
             f"- Functional simulator / eager CPU wall time: median {median:.2f}x, "
             f"worst {max(ratios):.2f}x; {within} of {len(ratios)} functional graphs within 3x "
             "(target: within 3x)."
+        )
+    checked = [r for r in functional if not math.isnan(r.unchecked_wall_s)]
+    if checked:
+        costs = [r.sim_wall_s / r.unchecked_wall_s - 1 for r in checked]
+        lines.append(
+            f"- Hazard detection (on by default in functional runs) costs a median "
+            f"{100 * statistics.median(costs):+.0f}% of simulator wall time (range "
+            f"{100 * min(costs):+.0f}% to {100 * max(costs):+.0f}%); "
+            '`options={"check_hazards": False}` turns it off.'
         )
     speeds = [r.to_instr_per_s for r in ok if not math.isnan(r.to_instr_per_s)]
     big = [r for r in ok if r.instructions >= 100_000]

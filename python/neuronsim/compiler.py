@@ -43,6 +43,7 @@ def compile_fx_graph(
         output_layout(gm),
         profile=options.profile,
         timing_only=options.timing_only,
+        check_hazards=options.check_hazards,
     )
 
 

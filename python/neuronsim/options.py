@@ -37,6 +37,12 @@ OPTION_SPECS: dict[str, OptionSpec] = {
         "True: only time the program; outputs have the right shapes, their contents are "
         "undefined",
     ),
+    "check_hazards": OptionSpec(
+        "NEURONSIM_CHECK_HAZARDS",
+        "True (default): functional runs check that the simulated schedule orders every pair "
+        "of conflicting memory accesses as the program does, and that nothing reads on-chip "
+        "memory never written; a violation raises NeuronRuntimeError",
+    ),
 }
 
 # Values of the `fallback` option.
@@ -50,6 +56,7 @@ class BackendOptions:
     fallback: str = "none"  # FALLBACK_MODES; not in key(): each compiled group has its own
     profile: str | None = None  # run options, not in key(): they do not change programs
     timing_only: bool = False
+    check_hazards: bool = True
 
     def key(self) -> dict[str, Any]:
         """What the options contribute to a compile-cache key (dumps do not change programs)."""
@@ -71,7 +78,8 @@ def resolve_options(options: Mapping[str, Any] | None) -> BackendOptions:
         dump_dir=_dump_dir(options),
         fallback=_fallback(options),
         profile=_profile(options),
-        timing_only=_timing_only(options),
+        timing_only=_flag(options, "timing_only", False),
+        check_hazards=_flag(options, "check_hazards", True),
     )
 
 
@@ -131,15 +139,17 @@ def _profile(options: dict[str, Any]) -> str | None:
     return os.fspath(value)
 
 
-def _timing_only(options: dict[str, Any]) -> bool:
-    if options.get("timing_only") is not None:
-        value, source = options["timing_only"], "options['timing_only']"
+def _flag(options: dict[str, Any], name: str, default: bool) -> bool:
+    """A boolean option: options[name], else its environment variable, else `default`."""
+    env = OPTION_SPECS[name].env
+    if options.get(name) is not None:
+        value, source = options[name], f"options[{name!r}]"
         if isinstance(value, bool):
             return value
-    elif os.environ.get("NEURONSIM_TIMING_ONLY"):
-        value, source = os.environ["NEURONSIM_TIMING_ONLY"], "NEURONSIM_TIMING_ONLY"
+    elif os.environ.get(env):
+        value, source = os.environ[env], env
     else:
-        return False
+        return default
     text = str(value).strip().lower()
     if text in ("1", "true", "yes", "on"):
         return True

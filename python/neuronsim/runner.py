@@ -64,6 +64,7 @@ class CompiledGraph:
         outputs: Sequence[OutputSpec | LiteralOutput],
         profile: str | None = None,
         timing_only: bool = False,
+        check_hazards: bool = True,
     ) -> None:
         # An instance attribute: AOTAutograd wraps the backward with functools.wraps, which
         # copies __dict__ but not class attributes.
@@ -74,6 +75,7 @@ class CompiledGraph:
         self.num_computed = sum(isinstance(o, OutputSpec) for o in self.outputs)
         self.profile = profile  # trace path (options["profile"]); {graph}, {run} substituted
         self.timing_only = timing_only
+        self.check_hazards = check_hazards
 
     def _trace_path(self) -> str | None:
         if not self.profile:
@@ -91,7 +93,11 @@ class CompiledGraph:
         trace = self._trace_path()
         try:
             capsules_out, run_stats = self.program.run(
-                capsules, timing_only=self.timing_only, trace=trace, origin_times=True
+                capsules,
+                timing_only=self.timing_only,
+                trace=trace,
+                origin_times=True,
+                check_hazards=self.check_hazards,
             )
         except (RuntimeError, ValueError) as error:  # SimulationError is a RuntimeError
             raise NeuronRuntimeError(f"graph {self.name}: {error}") from None

@@ -121,8 +121,9 @@ void bindProgram(py::module_ &m) {
       .def(
           "run",
           [](const Program &p, const py::sequence &inputs, bool timingOnly,
-             const std::optional<std::string> &trace, bool originTimes) {
+             const std::optional<std::string> &trace, bool originTimes, bool checkHazards) {
             BridgeRunOptions options;
+            options.checkHazards = checkHazards;
             options.timingOnly = timingOnly;
             options.tracePath = trace.value_or("");
             options.originTimes = originTimes;
@@ -145,11 +146,13 @@ void bindProgram(py::module_ &m) {
             return py::make_tuple(result.outputs, stats);
           },
           py::arg("inputs"), py::arg("timing_only") = false, py::arg("trace") = py::none(),
-          py::arg("origin_times") = false,
+          py::arg("origin_times") = false, py::arg("check_hazards") = true,
           "Runs on the simulator. inputs: DLPack capsules (torch.utils.dlpack.to_dlpack) in "
           "graph-input order. timing_only: skip the numbers (outputs have the right shapes, "
           "contents undefined). trace: path of a Chrome trace / Perfetto JSON file to write. "
-          "origin_times: add stats['origin_busy_ns'], queue time per ATen origin. Returns "
+          "origin_times: add stats['origin_busy_ns'], queue time per ATen origin. check_hazards: "
+          "functional runs raise SimulationError when the simulated schedule breaks program "
+          "order between queues or a read finds on-chip memory never written. Returns "
           "(output DLPack capsules, stats dict).")
       .def("__repr__", [](const Program &p) {
         return "<neuronsim._C.Program target=" + p.target +

@@ -179,6 +179,7 @@ BridgeRunResult runWithDLPack(const runtime::Program &program, const py::sequenc
   BridgeRunResult result;
   runtime::RunOptions options;
   options.timingOnly = runOptions.timingOnly;
+  options.checkHazards = runOptions.checkHazards;
   std::vector<runtime::InstructionTiming> timeline;
   if (!runOptions.tracePath.empty())
     options.timeline = &timeline;

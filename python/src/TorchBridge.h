@@ -20,6 +20,8 @@ struct BridgeRunOptions {
   std::string tracePath;
   /// Sum each instruction's queue time per Program::origins entry (originBusyNs).
   bool originTimes = false;
+  /// Functional runs: the simulator's hazard detection (RunOptions::checkHazards).
+  bool checkHazards = true;
 };
 
 struct BridgeRunResult {

@@ -92,6 +92,14 @@ const char *engineName(Engine e) {
   return lookup(kEngineNames, std::size(kEngineNames), size_t(e));
 }
 
+std::string queueName(int queue) {
+  if (queue >= kQueueDma0 && queue < kNumQueues)
+    return "dma" + std::to_string(queue - kQueueDma0);
+  if (queue >= 0 && queue < kQueueDma0)
+    return engineName(engineOfQueue(queue));
+  return "?";
+}
+
 const char *opcodeName(Opcode op) {
   return lookup(kOpcodeNames, std::size(kOpcodeNames), size_t(op));
 }

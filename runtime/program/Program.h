@@ -54,6 +54,8 @@ inline constexpr int kQueueTensor = 0, kQueueVector = 1, kQueueScalar = 2,
 inline constexpr int kNumQueues = kQueueDma0 + kNumDmaQueues;
 Engine engineOfQueue(int queue);
 const char *engineName(Engine e); // "tensor", "vector", "scalar", "gpsimd", "dma"
+/// "tensor", "vector", "scalar", "gpsimd", "dma0" .. "dma15"; "?" if no queue.
+std::string queueName(int queue);
 
 /// A strided view of memory.
 ///  - Hbm: `buffer` indexes Program::buffers, `offset` is in elements, every

@@ -22,6 +22,7 @@
 
 #include "runtime/program/Loops.h"
 #include "runtime/simulator/Checks.h"
+#include "runtime/simulator/Hazards.h"
 #include "runtime/simulator/functional/Execute.h"
 #include "runtime/simulator/functional/Memory.h"
 #include "runtime/simulator/timing/CostModel.h"
@@ -38,14 +39,6 @@
 namespace neuron::runtime {
 
 namespace {
-
-std::string queueName(int q) {
-  if (q >= kQueueDma0 && q < kNumQueues)
-    return "dma" + std::to_string(q - kQueueDma0);
-  if (q >= 0 && q < kQueueDma0)
-    return engineName(engineOfQueue(q));
-  return "?";
-}
 
 /// Timing inputs of a DMA instruction.
 struct DmaStep {
@@ -126,6 +119,7 @@ private:
   RunStats stats_;
   std::unique_ptr<Memory> mem_;
   std::unique_ptr<Executor> exec_;
+  std::unique_ptr<HazardDetector> hazards_; // functional runs, if asked
   // Steps of the instructions inside loops, in program order; slotBase_[k]
   // is the slot of the first instruction of loop k if it is outermost.
   std::vector<Step> loopSteps_;
@@ -398,6 +392,8 @@ void Simulation::issue(size_t index, const Step &s, const int64_t *iv) {
     std::vector<double> &busy = *opts_.originBusyNs;
     busy[std::min<size_t>(inst.origin, busy.size() - 1)] += end - start;
   }
+  if (hazards_)
+    hazards_->access(index, iv, start, complete);
   if (exec_)
     execute(index, inst, s, iv);
 }
@@ -457,6 +453,8 @@ RunStats Simulation::run(const std::vector<const void *> &inputs,
     mem_ = std::make_unique<Memory>(prog_, tgt_, inputs, outputs,
                                     opts_.poisonMemory);
     exec_ = std::make_unique<Executor>(*mem_);
+    if (opts_.checkHazards)
+      hazards_ = std::make_unique<HazardDetector>(prog_, tgt_);
   }
   if (opts_.timeline) {
     opts_.timeline->clear();

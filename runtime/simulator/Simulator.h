@@ -35,6 +35,11 @@ struct RunOptions {
   /// Fill SBUF, PSUM and internal HBM buffers with 0xFF bytes (NaN in float
   /// dtypes) instead of zeros, to expose reads of memory never written.
   bool poisonMemory = false;
+  /// Functional runs: check that the simulated schedule orders every pair of
+  /// conflicting accesses on different queues as the program does, and that
+  /// no instruction reads SBUF/PSUM bytes never written (Hazards.h); a
+  /// violation throws SimulationError naming both instructions.
+  bool checkHazards = true;
   /// If set, receives one entry per executed instruction instance, in
   /// program order with the loops expanded (Trace.h writes it as a Chrome
   /// trace / Perfetto timeline).

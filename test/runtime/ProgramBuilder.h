@@ -136,7 +136,26 @@ struct Builder {
     return add(std::move(in));
   }
 
+  /// Orders a loop-free program completely: each instruction waits for every
+  /// instruction before it on the other queues, so the simulated schedule
+  /// follows program order (no hazards) whatever the tests' instructions
+  /// touch. Tests of kernels use it; tests of scheduling set waits by hand.
+  /// Idempotent; call it after the last instruction is added.
+  void sequential() {
+    if (sequenced_)
+      return;
+    sequenced_ = true;
+    std::vector<int64_t> issued(kNumQueues, 0);
+    for (Instruction &in : prog.instructions) {
+      for (int q = 0; q < kNumQueues; ++q)
+        if (q != in.queue && issued[size_t(q)] > 0)
+          in.waits.push_back(waitFor(q, issued[size_t(q)]));
+      ++issued[in.queue];
+    }
+  }
+
   Instruction &last() { return prog.instructions.back(); }
+  bool sequenced_ = false;
 
   /// Index the next added instruction gets.
   size_t next() const { return prog.instructions.size(); }

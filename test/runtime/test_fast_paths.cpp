@@ -224,6 +224,7 @@ TEST_CASE("select copies bf16 and fp32 bits, quieting bf16 NaNs",
         if (eb == 4 && k < 3)
           std::memcpy(&bb[size_t(k * 9) * 4], &specials32[k], 4);
       }
+      b.sequential();
       simulate(b.prog, trn2(), {c.data(), a.data(), bb.data()}, {y.data()});
       int bad = 0;
       for (int64_t i = 0; i < 2 * F; ++i) {
@@ -278,6 +279,7 @@ TEST_CASE("tensor_tensor with a broadcast operand on either side",
         for (size_t i = 0; i < x.size(); ++i)
           x[i] = float(int(i % 23) - 11) * 0.37f;
         x[3] = NAN;
+        b.sequential();
         simulate(b.prog, trn2(), {x.data(), s.data()}, {y.data()});
         const size_t nf = static_cast<size_t>(F);
         std::vector<float> xs(nf), ss(nf), want(nf);
@@ -321,6 +323,7 @@ TEST_CASE("bf16 -> fp32 tensor_copy, direct and overlapping",
     for (int64_t i = 0; i < F; ++i)
       x[size_t(i)] = uint16_t(0x3f00 + i * 13);
     std::vector<float> y(static_cast<size_t>(F));
+    b.sequential();
     simulate(b.prog, trn2(), {x.data()}, {y.data()});
     // Chunks of at most 2048 elements are converted before they are written.
     int bad = 0;
@@ -417,6 +420,7 @@ TEST_CASE("bf16 matmul operands packed in one step equal the general path",
     for (size_t i = 0; i < bm.size(); ++i)
       bm[i] = floatToBf16(float(int(i % 11) - 5) * 0.5f);
     results[odd].assign(size_t(M * N), 0.0f);
+    b.sequential();
     simulate(b.prog, trn2(), {a.data(), bm.data()}, {results[odd].data()});
     // Small exact products and sums: exactly the naive result.
     int bad = 0;
@@ -482,8 +486,10 @@ TEST_CASE("recycled Internal HBM buffers read back as zeros (or poison)",
     };
     RunOptions o;
     o.poisonMemory = poison;
+    w.sequential();
     simulate(w.prog, trn2(), {}, {}, o);
     std::vector<float> y(size_t(R * C), 5.0f);
+    r.sequential();
     simulate(r.prog, trn2(), {}, {y.data()}, o);
     int bad = 0;
     for (int64_t i = 0; i < R * C; ++i) {

@@ -332,6 +332,7 @@ TEST_CASE("transposing DMA copies in blocks", "[kernels][dma]") {
     std::vector<uint8_t> x(size_t(40 * 70 * eb)), y(x.size());
     for (size_t i = 0; i < x.size(); ++i)
       x[i] = uint8_t(i * 7 + i / 5);
+    b.sequential();
     simulate(b.prog, trn2(), {x.data()}, {y.data()});
     int bad = 0;
     for (int64_t r = 0; r < 40; ++r)
@@ -370,6 +371,7 @@ TEST_CASE("matmul into a PSUM view that is not row-contiguous",
     a[i] = float(i % 5) - 2;
   for (size_t i = 0; i < bm.size(); ++i)
     bm[i] = float(i % 7) * 0.5f - 1;
+  b.sequential();
   simulate(b.prog, trn2(), {a.data(), bm.data()}, {c.data()});
   for (int64_t m = 0; m < M; ++m)
     for (int64_t n = 0; n < N; ++n) {
@@ -398,6 +400,7 @@ TEST_CASE("elementwise fast paths: alignment, in place, overlap", "[kernels]") {
     b.dma(kQueueDma0, hbm(out, DType::F32, 0, {{F, 1}, {1, F}}),
           sbuf(DType::F32, 0, outAt, 1, {F}));
     std::vector<float> y(F);
+    b.sequential();
     simulate(b.prog, trn2(), {x.data()}, {y.data()});
     return y;
   };
@@ -452,17 +455,21 @@ TEST_CASE("recycled SBUF reads back as zeros (or poison) in the next run",
         return false;
     return true;
   };
+  w.sequential();
+  r.sequential();
+  // r reads memory it never wrote, on purpose.
+  RunOptions fresh, poison;
+  fresh.checkHazards = poison.checkHazards = false;
+  poison.poisonMemory = true;
   for (const char *t : {"trn2", "trn1", "trn2"}) {
     INFO(t);
     simulate(w.prog, *findTarget(t), {}, {});
-    simulate(r.prog, *findTarget(t), {}, {y.data()});
+    simulate(r.prog, *findTarget(t), {}, {y.data()}, fresh);
     CHECK(allEqual(0.0f));
     simulate(w.prog, *findTarget(t), {}, {});
-    RunOptions poison;
-    poison.poisonMemory = true;
     simulate(r.prog, *findTarget(t), {}, {y.data()}, poison);
     CHECK(allEqual(NAN));
-    simulate(r.prog, *findTarget(t), {}, {y.data()});
+    simulate(r.prog, *findTarget(t), {}, {y.data()}, fresh);
     CHECK(allEqual(0.0f));
   }
 }
@@ -512,8 +519,11 @@ TEST_CASE("recycled SBUF: partial, strided and in-place writes",
     };
     RunOptions o;
     o.poisonMemory = poison;
+    o.checkHazards = false; // run 2 reads memory it never wrote, on purpose
+    w.sequential();
     simulate(w.prog, trn2(), {}, {}, o); // same fill: lazily cleared blocks
     std::vector<float> y(128 * 4096, 5.0f);
+    r.sequential();
     simulate(r.prog, trn2(), {}, {y.data()}, o);
     int bad = 0;
     for (int64_t p = 0; p < 128; ++p)

@@ -15,6 +15,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -45,11 +46,51 @@ static void writeFile(const std::filesystem::path &path, const std::string &text
   std::ofstream(path) << text;
 }
 
+/// The module as neuron-opt reads it back: locations in the generic form (the pretty
+/// form prints `[unknown]`, which does not parse).
 static std::string printModule(ModuleOp module) {
   std::string text;
   llvm::raw_string_ostream os(text);
-  module.print(os, OpPrintingFlags().enableDebugInfo(true, /*prettyForm=*/true));
+  module.print(os, OpPrintingFlags().enableDebugInfo(true, /*prettyForm=*/false));
   return text;
+}
+
+int64_t hbmBytesPerCore(const std::string &target) {
+  const runtime::Target *t = runtime::findTarget(target);
+  return t ? t->hbmBytesPerCore : 0;
+}
+
+std::string hbmDescription(const std::string &target) {
+  char text[96];
+  std::snprintf(text, sizeof text, "the %.1f GiB of HBM of one %s NeuronCore",
+                hbmBytesPerCore(target) / double(int64_t(1) << 30), target.c_str());
+  return text;
+}
+
+std::string validUtf8(const std::string &text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    unsigned char c = text[i];
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = n > 0 && i + n <= text.size();
+    for (size_t k = 1; ok && k < n; ++k)
+      ok = ((unsigned char)text[i + k] >> 6) == 0x2;
+    if (ok && n > 1) { // no overlong forms, surrogates or code points past U+10FFFF
+      unsigned c1 = (unsigned char)text[i + 1];
+      ok = !(n == 2 && c < 0xC2) && !(n == 3 && c == 0xE0 && c1 < 0xA0) &&
+           !(n == 3 && c == 0xED && c1 >= 0xA0) && !(n == 4 && c == 0xF0 && c1 < 0x90) &&
+           !(n == 4 && (c > 0xF4 || (c == 0xF4 && c1 >= 0x90)));
+    }
+    if (ok) {
+      out.append(text, i, n);
+      i += n;
+    } else {
+      out += '?';
+      ++i;
+    }
+  }
+  return out;
 }
 
 CompileResult compileGraph(const std::string &graphJson, const CompileOptions &options) {
@@ -62,7 +103,12 @@ CompileResult compileGraph(const std::string &graphJson, const CompileOptions &o
   }
   std::filesystem::path dump = options.dumpDir;
   if (!dump.empty()) {
-    std::filesystem::create_directories(dump);
+    std::error_code ec;
+    std::filesystem::create_directories(dump, ec);
+    if (ec) {
+      result.error = "cannot create the dump directory '" + dump.string() + "': " + ec.message();
+      return result;
+    }
     writeFile(dump / "graph.json", graphJson);
   }
 
@@ -80,11 +126,13 @@ CompileResult compileGraph(const std::string &graphJson, const CompileOptions &o
     result.error = what;
     for (const std::string &m : messages)
       result.error += "\n" + m;
+    result.error = validUtf8(result.error);
     return result;
   };
 
   std::string importError;
-  OwningOpRef<ModuleOp> module = importGraph(graphJson, ctx, importError);
+  ImportLimits limits{hbmBytesPerCore(options.target), hbmDescription(options.target)};
+  OwningOpRef<ModuleOp> module = importGraph(graphJson, ctx, importError, limits);
   if (!module)
     return fail(importError);
   if (failed(verify(*module)))

@@ -3,6 +3,7 @@
 
 #include "runtime/program/Program.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -25,5 +26,15 @@ CompileResult compileGraph(const std::string &graphJson, const CompileOptions &o
 
 /// Version string of the compiler, part of every cache key.
 const char *compilerVersion();
+
+/// HBM bytes of one NeuronCore of `target` (the chip's HBM over its cores, HARDWARE.md),
+/// 0 for an unknown target.
+int64_t hbmBytesPerCore(const std::string &target);
+/// "the 12.0 GiB of HBM of one trn2 NeuronCore", for messages.
+std::string hbmDescription(const std::string &target);
+
+/// `text` with every byte that is not part of valid UTF-8 replaced by '?': messages
+/// quote graph files, and Python decodes them as UTF-8.
+std::string validUtf8(const std::string &text);
 
 } // namespace neuron::compiler

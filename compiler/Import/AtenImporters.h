@@ -49,11 +49,21 @@ Values softmax(NodeContext &ctx);
 Values logSoftmax(NodeContext &ctx);
 Values layerNorm(NodeContext &ctx);
 Values batchNormInference(NodeContext &ctx);
-Values maxPool2d(NodeContext &ctx);
 Values avgPool2d(NodeContext &ctx);
 Values adaptiveAvgPool2d(NodeContext &ctx);
 
-// AtenBackward.cpp
+// AtenBackward.cpp (max pooling forward too: its indices and backward share the windows)
+/// Window parameters of a 2-D pooling op, checked against the NCHW input: kernel,
+/// stride, padding, dilation from argument `first` on; output size and padded input size
+/// per spatial dim (ceil_mode included).
+struct PoolWindow {
+  llvm::SmallVector<int64_t> kernel, stride, padding, dilation, out, padded;
+  bool ceilMode = false;
+};
+PoolWindow poolWindow(NodeContext &ctx, mlir::Value x, size_t first, bool hasDilation);
+/// [C, H, W] -> [1, C, H, W] (other ranks unchanged).
+mlir::Value withBatch(NodeContext &ctx, mlir::Value x);
+Values maxPool2d(NodeContext &ctx);
 Values maxPool2dWithIndices(NodeContext &ctx);
 Values maxPool2dBackward(NodeContext &ctx);
 Values convolutionBackward(NodeContext &ctx);

@@ -38,10 +38,21 @@ Values convolution(NodeContext &ctx) {
                       std::to_string(typeOf(x).getRank()));
   if (ctx.integer(6, "transposed", 0))
     throw ImportError("transposed convolutions are not supported");
+  ctx.requireRank(w, 4, "the weight (OIHW)");
+  SmallVector<int64_t> stride = ctx.intPair(3, "stride", {1, 1}),
+                       padding = ctx.intPair(4, "padding", {0, 0}),
+                       dilation = ctx.intPair(5, "dilation", {1, 1});
+  int64_t groups = ctx.integer(8, "groups", 1);
+  for (int i = 0; i < 2; ++i)
+    if (stride[i] < 1 || dilation[i] < 1 || padding[i] < 0)
+      throw ImportError("convolution needs positive stride and dilation and non-negative padding");
+  if (groups < 1)
+    throw ImportError("convolution needs groups >= 1, got " + std::to_string(groups));
   RankedTensorType resultType = ctx.resultType();
-  Value y = ctx.b.create<nt::Conv2dOp>(ctx.loc, resultType, x, w, ctx.intPair(3, "stride", {1, 1}),
-                                       ctx.intPair(4, "padding", {0, 0}), ctx.intPair(5, "dilation", {1, 1}),
-                                       ctx.integer(8, "groups", 1));
+  if (resultType.getRank() != 4)
+    throw ImportError("the result of a 2-D convolution must have rank 4, got rank " +
+                      std::to_string(resultType.getRank()));
+  Value y = ctx.b.create<nt::Conv2dOp>(ctx.loc, resultType, x, w, stride, padding, dilation, groups);
   if (ctx.hasArg(2, "bias") && ctx.isTensorArg(2)) {
     Value bias = ctx.reshape(ctx.tensor(2), {resultType.getDimSize(1), 1, 1});
     y = ctx.binary(BinaryFn::add, y, bias);
@@ -71,6 +82,7 @@ Values cumsum(NodeContext &ctx) {
   Value moved_x = moved ? ctx.permute(x, perm) : x;
   auto mt = typeOf(moved_x);
   int64_t length = t.getDimSize(d), rows = mt.getNumElements() / std::max<int64_t>(length, 1);
+  ctx.requireExpandable(length > kMaxExpandedElements ? length : length * length, "cumsum over " + std::to_string(length) + " elements");
   Value flat = ctx.reshape(moved_x, {rows, length});
   auto uType = RankedTensorType::get({length, length}, t.getElementType());
   SmallVector<APFloat> ones;

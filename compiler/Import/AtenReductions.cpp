@@ -58,11 +58,13 @@ Values any(NodeContext &ctx) {
   return {ctx.reduce(ReduceFn::max, x, reduceDims(ctx, x, 1, "dim"), ctx.integer(2, "keepdim", 0))};
 }
 
-/// The index of the first maximum along `dim` (all dims flattened when dim is None):
-/// min over positions where x equals the max.
+/// The index of the first maximum along `dim` (all dims flattened when dim is None), as
+/// eager computes it: the first NaN when there is one (max propagates NaN, and NaN != NaN),
+/// else the first x equal to the max: min over those positions.
 static Value argmaxAlong(NodeContext &ctx, Value x, int64_t dim, bool keepdim) {
   auto t = typeOf(x);
   int64_t n = t.getDimSize(dim);
+  ctx.requireExpandable(n, "argmax over " + std::to_string(n) + " positions");
   SmallVector<int64_t> posShape(t.getRank(), 1);
   posShape[dim] = n;
   auto posType = RankedTensorType::get(posShape, ctx.b.getF32Type());
@@ -73,10 +75,17 @@ static Value argmaxAlong(NodeContext &ctx, Value x, int64_t dim, bool keepdim) {
       ctx.loc, posType, cast<ElementsAttr>(DenseElementsAttr::get(posType, values)));
   Value m = ctx.reduce(ReduceFn::max, x, {dim}, true);
   Value hit = ctx.binary(BinaryFn::eq, x, m);
+  if (isa<FloatType>(t.getElementType()))
+    hit = ctx.binary(BinaryFn::Or, hit, ctx.binary(BinaryFn::ne, x, x));
   Value cand = ctx.b.create<nt::SelectOp>(
       ctx.loc, RankedTensorType::get(t.getShape(), ctx.b.getF32Type()), hit, positions,
       ctx.scalar(ctx.b.getF32Type(), 3.0e38));
   return ctx.reduce(ReduceFn::min, cand, {dim}, keepdim);
+}
+
+/// A 0-d tensor as [1], so that it has a dim to take the argmax along.
+static Value atLeast1d(NodeContext &ctx, Value x) {
+  return typeOf(x).getRank() == 0 ? ctx.reshape(x, {1}) : x;
 }
 
 Values argmax(NodeContext &ctx) {
@@ -88,7 +97,8 @@ Values argmax(NodeContext &ctx) {
     Value flat = ctx.reshape(x, {typeOf(x).getNumElements()});
     idx = argmaxAlong(ctx, flat, 0, false);
   } else {
-    idx = argmaxAlong(ctx, x, ctx.dim(ctx.integer(1, "dim", 0), typeOf(x).getRank()), keepdim);
+    int64_t dim = ctx.dim(ctx.integer(1, "dim", 0), typeOf(x).getRank());
+    idx = argmaxAlong(ctx, atLeast1d(ctx, x), dim, keepdim);
   }
   idx = ctx.reshape(idx, ctx.resultType().getShape());
   return {ctx.castTo(idx, ctx.resultType().getElementType())};
@@ -100,8 +110,10 @@ Values maxDim(NodeContext &ctx) {
   int64_t d = ctx.dim(ctx.integer(1, "dim", 0), typeOf(x).getRank());
   bool keepdim = ctx.integer(2, "keepdim", 0);
   Value values = ctx.reduce(ReduceFn::max, x, {d}, keepdim);
-  Value idx = ctx.reshape(argmaxAlong(ctx, x, d, keepdim), ctx.resultType(1).getShape());
-  return {values, ctx.castTo(idx, ctx.resultType(1).getElementType())};
+  Value idx = ctx.reshape(argmaxAlong(ctx, atLeast1d(ctx, x), d, keepdim),
+                          ctx.resultType(1).getShape());
+  return {ctx.reshape(values, ctx.resultType(0).getShape()),
+          ctx.castTo(idx, ctx.resultType(1).getElementType())};
 }
 
 Values mean(NodeContext &ctx) {
@@ -151,6 +163,9 @@ Values layerNorm(NodeContext &ctx) {
   Value x = toF32(ctx, ctx.tensor(0));
   int64_t rank = typeOf(x).getRank();
   int64_t normalized = ctx.intList(1, "normalized_shape").size();
+  if (normalized > rank)
+    throw ImportError("layer norm over " + std::to_string(normalized) +
+                      " dims of a tensor of rank " + std::to_string(rank));
   SmallVector<int64_t> dims = llvm::to_vector(llvm::seq<int64_t>(rank - normalized, rank));
   int64_t n = numReduced(x, dims);
   double eps = ctx.number(4, "eps", 1e-5);
@@ -175,6 +190,7 @@ Values layerNorm(NodeContext &ctx) {
 /// y = (x - mean[c]) * (rsqrt(var[c] + eps) * w[c]) + b[c].
 Values batchNormInference(NodeContext &ctx) {
   Value x = toF32(ctx, ctx.tensor(0));
+  ctx.requireRankAtLeast(x, 2, "batch norm's input (N, C, ...)");
   int64_t rank = typeOf(x).getRank(), channels = typeOf(x).getDimSize(1);
   SmallVector<int64_t> shape(rank - 1, 1);
   shape[0] = channels;
@@ -190,46 +206,41 @@ Values batchNormInference(NodeContext &ctx) {
 }
 
 
-/// max_pool2d_with_indices(x, kernel, stride, padding, dilation, ceil_mode) -> (y, indices).
-Values maxPool2d(NodeContext &ctx) {
-  SmallVector<int64_t> kernel = ctx.intPair(1, "kernel_size", {});
-  if (ctx.integer(5, "ceil_mode", 0))
-    throw ImportError("max_pool2d with ceil_mode=True is not supported");
-  if (ctx.intPair(4, "dilation", {1, 1}) != SmallVector<int64_t>{1, 1})
-    throw ImportError("max_pool2d with dilation is not supported");
-  Value y = ctx.b.create<nt::Pool2dOp>(ctx.loc, ctx.resultType(0), nt::PoolFn::max, ctx.tensor(0),
-                                       kernel, ctx.intPair(2, "stride", kernel),
-                                       ctx.intPair(3, "padding", {0, 0}), false);
-  return {y, Value()};
-}
-
 /// avg_pool2d(x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override).
 Values avgPool2d(NodeContext &ctx) {
-  SmallVector<int64_t> kernel = ctx.intPair(1, "kernel_size", {});
-  if (ctx.integer(4, "ceil_mode", 0))
+  Value x = withBatch(ctx, ctx.tensor(0));
+  PoolWindow w = poolWindow(ctx, x, 1, /*hasDilation=*/false);
+  if (w.ceilMode)
     throw ImportError("avg_pool2d with ceil_mode=True is not supported");
   const nlohmann::json *divisor = ctx.arg(6, "divisor_override");
   if (divisor && !divisor->is_null())
     throw ImportError("avg_pool2d with divisor_override is not supported");
   bool includePad = ctx.integer(5, "count_include_pad", 1);
-  return {ctx.b.create<nt::Pool2dOp>(ctx.loc, ctx.resultType(), nt::PoolFn::avg, ctx.tensor(0),
-                                     kernel, ctx.intPair(2, "stride", kernel),
-                                     ctx.intPair(3, "padding", {0, 0}), !includePad)};
+  auto t = typeOf(x);
+  auto yType = RankedTensorType::get({t.getDimSize(0), t.getDimSize(1), w.out[0], w.out[1]},
+                                     t.getElementType());
+  Value y = ctx.b.create<nt::Pool2dOp>(ctx.loc, yType, nt::PoolFn::avg, x, w.kernel, w.stride,
+                                       w.padding, !includePad);
+  return {ctx.reshape(y, ctx.resultType().getShape())};
 }
 
 /// _adaptive_avg_pool2d(x, output_size) when the output size divides the input.
 Values adaptiveAvgPool2d(NodeContext &ctx) {
-  Value x = ctx.tensor(0);
+  Value x = withBatch(ctx, ctx.tensor(0));
+  ctx.requireRank(x, 4, "adaptive_avg_pool2d's input (NCHW or CHW)");
   auto t = typeOf(x);
   SmallVector<int64_t> out = ctx.intPair(1, "output_size", {});
-  int64_t h = t.getDimSize(t.getRank() - 2), w = t.getDimSize(t.getRank() - 1);
-  if (t.getRank() != 4 || out[0] <= 0 || out[1] <= 0 || h % out[0] || w % out[1])
+  int64_t h = t.getDimSize(2), w = t.getDimSize(3);
+  if (out[0] <= 0 || out[1] <= 0 || h % out[0] || w % out[1])
     throw ImportError("adaptive_avg_pool2d is supported when the output size divides the input "
-                      "size (NCHW), got input " + std::to_string(h) + "x" + std::to_string(w) +
+                      "size, got input " + std::to_string(h) + "x" + std::to_string(w) +
                       " and output " + std::to_string(out[0]) + "x" + std::to_string(out[1]));
   SmallVector<int64_t> kernel = {h / out[0], w / out[1]};
-  return {ctx.b.create<nt::Pool2dOp>(ctx.loc, ctx.resultType(), nt::PoolFn::avg, x, kernel, kernel,
-                                     SmallVector<int64_t>{0, 0}, false)};
+  auto yType = RankedTensorType::get({t.getDimSize(0), t.getDimSize(1), out[0], out[1]},
+                                     t.getElementType());
+  Value y = ctx.b.create<nt::Pool2dOp>(ctx.loc, yType, nt::PoolFn::avg, x, kernel, kernel,
+                                       SmallVector<int64_t>{0, 0}, false);
+  return {ctx.reshape(y, ctx.resultType().getShape())};
 }
 
 } // namespace neuron::compiler::aten

@@ -64,6 +64,8 @@ static Value window(NodeContext &ctx, Value x, int64_t dim, int64_t start, int64
 /// slice.Tensor(x, dim, start, end, step) with Python's clamping of start and end.
 Values slice(NodeContext &ctx) {
   Value x = ctx.tensor(0);
+  ctx.requireRankAtLeast(x, 1, "slice's input");
+  ctx.requireRank(x, ctx.resultType().getRank(), "slice's input (rank of the result)");
   auto t = typeOf(x);
   int64_t dim = ctx.dim(ctx.integer(1, "dim", 0), t.getRank()), n = t.getDimSize(dim);
   int64_t start = ctx.integer(2, "start", 0), step = ctx.integer(4, "step", 1);
@@ -81,18 +83,27 @@ Values slice(NodeContext &ctx) {
 /// select.int(x, dim, index): a window of one, without the dim.
 Values select(NodeContext &ctx) {
   Value x = ctx.tensor(0);
+  ctx.requireRankAtLeast(x, 1, "select's input");
   auto t = typeOf(x);
   int64_t dim = ctx.dim(ctx.integer(1, "dim", 0), t.getRank());
   int64_t index = ctx.integer(2, "index", 0);
   if (index < 0)
     index += t.getDimSize(dim);
+  if (index < 0 || index >= t.getDimSize(dim))
+    throw ImportError("index " + std::to_string(ctx.integer(2, "index", 0)) +
+                      " is out of range for dim " + std::to_string(dim) + " of size " +
+                      std::to_string(t.getDimSize(dim)));
   return {ctx.reshape(window(ctx, x, dim, index, 1, 1), ctx.resultType().getShape())};
 }
 
 static Values splitInto(NodeContext &ctx, Value x, int64_t dim) {
   Values parts;
   int64_t start = 0;
+  ctx.requireRankAtLeast(x, 1, "split's input");
   for (size_t i = 0; i < ctx.numResults(); ++i) {
+    if (ctx.resultType(i).getRank() != typeOf(x).getRank())
+      throw ImportError("output " + std::to_string(i) + " must have the input's rank " +
+                        std::to_string(typeOf(x).getRank()));
     int64_t size = ctx.resultType(i).getDimSize(dim);
     parts.push_back(window(ctx, x, dim, start, 1, size));
     start += size;
@@ -114,6 +125,8 @@ Values cat(NodeContext &ctx) {
     if (typeOf(v).getNumElements() > 0) // torch.cat skips empty tensors
       inputs.push_back(ctx.castTo(v, rt.getElementType()));
   int64_t dim = ctx.dim(ctx.integer(1, "dim", 0), rt.getRank());
+  if (inputs.empty()) // every input is empty: so is the result (else verification says so)
+    return {ctx.splat(rt, 0.0)};
   if (inputs.size() == 1)
     return {inputs[0]};
   return {ctx.b.create<nt::ConcatOp>(ctx.loc, rt, inputs, dim)};
@@ -124,6 +137,9 @@ Values constantPad(NodeContext &ctx) {
   Value x = ctx.tensor(0);
   int64_t rank = typeOf(x).getRank();
   SmallVector<int64_t> pad = ctx.intList(1, "pad"), low(rank, 0), high(rank, 0);
+  if (pad.size() % 2 || (int64_t)pad.size() > 2 * rank)
+    throw ImportError("pad has " + std::to_string(pad.size()) +
+                      " entries; it needs two per padded dim, at most " + std::to_string(2 * rank));
   for (size_t i = 0; i + 1 < pad.size(); i += 2) {
     int64_t d = rank - 1 - i / 2;
     if (pad[i] < 0 || pad[i + 1] < 0)
@@ -142,6 +158,7 @@ Values embedding(NodeContext &ctx) {
 /// index_select(x, dim, index): gather rows of x viewed as [size(dim), rest].
 Values indexSelect(NodeContext &ctx) {
   Value x = ctx.tensor(0), index = ctx.tensor(2);
+  ctx.requireRankAtLeast(x, 1, "index_select's input");
   auto t = typeOf(x);
   int64_t rank = t.getRank(), dim = ctx.dim(ctx.integer(1, "dim", 0), rank);
   SmallVector<int64_t> perm = {dim};
@@ -179,10 +196,14 @@ Values indexPut(NodeContext &ctx) {
   if (indices.size() != 1)
     throw ImportError("index_put with " + std::to_string(indices.size()) +
                       " index tensors is not supported (one, on dim 0, is)");
+  ctx.requireRankAtLeast(self, 1, "index_put's input");
   auto st = typeOf(self);
   Type et = st.getElementType();
   if (!isa<FloatType>(et))
     throw ImportError("index_put accumulates float tensors only");
+  if (!isa<IntegerType>(typeOf(indices[0]).getElementType()))
+    throw ImportError("index_put's index must be an integer tensor");
+  ctx.requireExpandable(st.getDimSize(0), "index_put's row positions");
   int64_t rows = st.getDimSize(0), width = st.getNumElements() / std::max<int64_t>(rows, 1);
   int64_t n = typeOf(indices[0]).getNumElements();
   Value idx = ctx.reshape(indices[0], {n, 1});
@@ -234,10 +255,14 @@ static SmallVector<int64_t> inversePerm(ArrayRef<int64_t> perm) {
 /// select and a sum over the gathered dim: [..., K, 1] == [..., 1, C] -> [..., K, C].
 Values gather(NodeContext &ctx) {
   Value x = ctx.tensor(0), index = ctx.tensor(2);
+  ctx.requireRankAtLeast(x, 1, "gather's input");
   auto xt = typeOf(x);
   int64_t rank = xt.getRank(), dim = ctx.dim(ctx.integer(1, "dim", 0), rank);
   if (typeOf(index).getRank() != rank)
     throw ImportError("gather index must have the input's rank");
+  if (!isa<IntegerType>(typeOf(index).getElementType()))
+    throw ImportError("gather's index must be an integer tensor");
+  ctx.requireExpandable(xt.getDimSize(dim), "gather's positions");
   SmallVector<int64_t> perm = lastDimPerm(dim, rank);
   if (!perm.empty()) {
     x = ctx.permute(x, perm);
@@ -267,8 +292,12 @@ Values gather(NodeContext &ctx) {
 /// as a one-hot mask over the scattered dim.
 Values scatterValue(NodeContext &ctx) {
   Value self = ctx.tensor(0), index = ctx.tensor(2);
+  ctx.requireRankAtLeast(self, 1, "scatter's input");
   auto st = typeOf(self);
   int64_t rank = st.getRank(), dim = ctx.dim(ctx.integer(1, "dim", 0), rank);
+  if (typeOf(index).getRank() != rank || !isa<IntegerType>(typeOf(index).getElementType()))
+    throw ImportError("scatter's index must be an integer tensor of the input's rank");
+  ctx.requireExpandable(st.getDimSize(dim), "scatter's positions");
   SmallVector<int64_t> perm = lastDimPerm(dim, rank);
   if (!perm.empty()) {
     self = ctx.permute(self, perm);
@@ -292,6 +321,7 @@ Values scatterValue(NodeContext &ctx) {
 /// arange(start, end, step) folds to a constant: shapes are static.
 Values arange(NodeContext &ctx) {
   RankedTensorType rt = ctx.resultType();
+  ctx.requireExpandable(rt.getNumElements(), "arange");
   bool onlyEnd = !ctx.hasArg(1) || !ctx.arg(1)->is_number();
   double start = onlyEnd ? 0.0 : ctx.number(0, "start", 0.0);
   double step = onlyEnd ? 1.0 : ctx.number(2, "step", 1.0);

@@ -1,6 +1,7 @@
 // Graph file -> func.func @main of ntorch ops, with each node's ATen op and source line as its location.
 #include "compiler/Import/GraphImporter.h"
 #include "compiler/Import/ImportContext.h"
+#include "runtime/program/JsonBrief.h"
 #include "dialects/NTorch/IR/NTorchOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -11,7 +12,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <limits>
-#include <regex>
+#include <cctype>
+#include <cstdio>
 
 using namespace mlir;
 using json = nlohmann::json;
@@ -25,34 +27,104 @@ static Type parseElementType(MLIRContext &ctx, const std::string &name) {
     return BFloat16Type::get(&ctx);
   if (name == "f16")
     return Float16Type::get(&ctx);
+  if (name == "u8")
+    // The dialects and the program export know signless integers only: uint8 would run as
+    // int8 (200 reads back as -56). Rejected until they carry an unsigned 8-bit type.
+    throw ImportError("dtype uint8 (u8) is not supported: the neuron compiler has no unsigned "
+                      "8-bit type yet; convert to torch.int32 or a float dtype");
   static const std::pair<const char *, unsigned> ints[] = {
-      {"i64", 64}, {"i32", 32}, {"i16", 16}, {"i8", 8}, {"u8", 8}, {"i1", 1}};
+      {"i64", 64}, {"i32", 32}, {"i16", 16}, {"i8", 8}, {"i1", 1}};
   for (auto [n, w] : ints)
     if (name == n)
       return IntegerType::get(&ctx, w);
   throw ImportError("unknown dtype '" + name + "'");
 }
 
-static RankedTensorType parseTensorType(MLIRContext &ctx, const json &desc) {
+/// Bytes of one element as the device stores it (i1 takes a byte).
+static int64_t elementBytes(Type t) { return std::max<int64_t>(1, t.getIntOrFloatBitWidth() / 8); }
+
+/// A source string short enough for a message.
+static std::string shortened(const std::string &s) {
+  return s.size() <= 200 ? s : s.substr(0, 200) + "...";
+}
+
+/// A tensor description {"shape": [...], "dtype": ...}, checked before anything is built:
+/// static sizes, an element count and a byte size that fit int64 and the target's memory.
+static RankedTensorType checkedTensorType(MLIRContext &ctx, const json &desc,
+                                          const std::string &what, const ImportLimits &limits);
+
+static RankedTensorType parseTensorType(MLIRContext &ctx, const json &desc, const std::string &what,
+                                        const ImportLimits &limits) {
+  try {
+    return checkedTensorType(ctx, desc, what, limits);
+  } catch (const ImportError &e) {
+    std::string message = e.what();
+    if (message.rfind(what, 0) == 0) // already names the tensor
+      throw;
+    throw ImportError(what + ": " + message);
+  }
+}
+
+static RankedTensorType checkedTensorType(MLIRContext &ctx, const json &desc,
+                                          const std::string &what, const ImportLimits &limits) {
+  if (!desc.is_object())
+    throw ImportError(what + ": expected {\"shape\": [...], \"dtype\": ...}, got " +
+                      runtime::jsonBrief(desc));
+  const json &dims = desc.at("shape");
+  if (!dims.is_array())
+    throw ImportError(what + ": shape should be a list, got " + runtime::jsonBrief(dims));
+  constexpr size_t kMaxRank = 64; // PyTorch's limit
+  if (dims.size() > kMaxRank)
+    throw ImportError(what + ": rank " + std::to_string(dims.size()) + " is more than " +
+                      std::to_string(kMaxRank));
   SmallVector<int64_t> shape;
-  for (const json &d : desc.at("shape")) {
-    if (!d.is_number_integer() || d.get<int64_t>() < 0)
-      throw ImportError("shape " + desc.at("shape").dump() +
+  int64_t elements = 1;
+  bool overflow = false;
+  for (const json &d : dims) {
+    if (!d.is_number_integer() || (d.is_number_integer() && !d.is_number_unsigned() &&
+                                   d.get<int64_t>() < 0))
+      throw ImportError(what + ": shape " + runtime::jsonBrief(dims) +
                         " is not static; the neuron backend needs static shapes "
                         "(torch.compile(..., dynamic=False))");
-    shape.push_back(d.get<int64_t>());
+    int64_t n = jsonInt64(d);
+    overflow |= __builtin_mul_overflow(elements, n, &elements);
+    shape.push_back(n);
   }
-  return RankedTensorType::get(shape, parseElementType(ctx, desc.at("dtype").get<std::string>()));
+  Type et = parseElementType(ctx, desc.at("dtype").get<std::string>());
+  int64_t bytes = 0;
+  overflow |= __builtin_mul_overflow(elements, elementBytes(et), &bytes);
+  if (overflow)
+    throw ImportError(what + ": shape " + runtime::jsonBrief(dims) +
+                      " has more elements than a 64-bit count holds");
+  if (bytes > limits.maxTensorBytes) {
+    char gib[32];
+    std::snprintf(gib, sizeof gib, "%.1f GiB", bytes / double(int64_t(1) << 30));
+    throw ImportError(what + ": shape " + runtime::jsonBrief(dims) + " " + desc.at("dtype").get<std::string>() +
+                      " needs " + gib + " (" + std::to_string(bytes) + " bytes), more than " +
+                      limits.memoryName);
+  }
+  return RankedTensorType::get(shape, et);
 }
 
 /// "model.py:12 in forward: y = x + 1" -> FileLineColLoc(model.py, 12) named by the op.
+/// Parsed by hand: the file is everything before the first ':' that a digit follows.
 static Location nodeLocation(MLIRContext &ctx, const json &node) {
   std::string target = node.value("target", "?"), source = node.value("source", "");
-  std::smatch m;
-  static const std::regex fileLine(R"(^(.*?):(\d+))");
   Location at = UnknownLoc::get(&ctx);
-  if (std::regex_search(source, m, fileLine))
-    at = FileLineColLoc::get(&ctx, m[1].str(), std::stoul(m[2].str()), 0);
+  for (size_t colon = source.find(':'); colon != std::string::npos;
+       colon = source.find(':', colon + 1)) {
+    size_t end = colon + 1;
+    uint64_t line = 0;
+    while (end < source.size() && std::isdigit((unsigned char)source[end])) {
+      line = line * 10 + (source[end++] - '0');
+      if (line > std::numeric_limits<unsigned>::max())
+        throw ImportError("the source line number in '" + shortened(source) + "' is out of range");
+    }
+    if (end == colon + 1)
+      continue;
+    at = FileLineColLoc::get(&ctx, source.substr(0, colon), (unsigned)line, 0);
+    break;
+  }
   return NameLoc::get(StringAttr::get(&ctx, target), at);
 }
 
@@ -66,16 +138,35 @@ static double elementValue(const json &v) {
       return std::numeric_limits<double>::infinity();
     if (s == "-inf")
       return -std::numeric_limits<double>::infinity();
-    return std::numeric_limits<double>::quiet_NaN();
+    if (s == "nan")
+      return std::numeric_limits<double>::quiet_NaN();
+    throw ImportError("unknown float value '" + shortened(s) + "'");
   }
+  if (!v.is_number())
+    throw ImportError("expected a number, got " + runtime::jsonBrief(v));
   return v.get<double>();
+}
+
+/// An integer constant's element, exactly (int64 values beyond 2^53 stay exact).
+static APInt integerElement(const json &v, unsigned width) {
+  if (v.is_boolean())
+    return APInt(width, v.get<bool>() ? 1 : 0);
+  if (!v.is_number_integer())
+    throw ImportError("integer constant has the non-integer value " + runtime::jsonBrief(v));
+  int64_t x = jsonInt64(v);
+  if (width < 64 && (width == 1 ? (x != 0 && x != 1)
+                                : (x < -(int64_t(1) << (width - 1)) ||
+                                   x >= (int64_t(1) << (width - 1)))))
+    throw ImportError("value " + std::to_string(x) + " does not fit an i" +
+                      std::to_string(width) + " constant");
+  return APInt(width, (uint64_t)x, /*isSigned=*/true);
 }
 
 static DenseElementsAttr constantValue(RankedTensorType type, const json &data) {
   Type et = type.getElementType();
   if (!data.is_array() || (int64_t)data.size() != type.getNumElements())
-    throw ImportError("constant has " + std::to_string(data.size()) + " values for " +
-                      std::to_string(type.getNumElements()) + " elements");
+    throw ImportError("constant has " + std::to_string(data.is_array() ? data.size() : 0) +
+                      " values for " + std::to_string(type.getNumElements()) + " elements");
   if (isa<FloatType>(et)) {
     SmallVector<APFloat> values;
     for (const json &v : data) {
@@ -88,15 +179,15 @@ static DenseElementsAttr constantValue(RankedTensorType type, const json &data) 
   }
   SmallVector<APInt> values;
   for (const json &v : data)
-    values.push_back(
-        APInt(et.getIntOrFloatBitWidth(), (int64_t)elementValue(v), /*isSigned=*/true));
+    values.push_back(integerElement(v, et.getIntOrFloatBitWidth()));
   return DenseElementsAttr::get(type, values);
 }
 
 namespace {
 class GraphImporter {
 public:
-  GraphImporter(MLIRContext &ctx) : ctx(ctx), builder(&ctx) {}
+  GraphImporter(MLIRContext &ctx, const ImportLimits &limits)
+      : ctx(ctx), builder(&ctx), limits(limits) {}
 
   OwningOpRef<ModuleOp> run(const json &graph, std::string &error);
 
@@ -105,6 +196,7 @@ private:
 
   MLIRContext &ctx;
   OpBuilder builder;
+  const ImportLimits &limits;
   llvm::StringMap<SmallVector<Value>> values;
 };
 } // namespace
@@ -114,8 +206,8 @@ Value GraphImporter::lookup(const json &ref) {
   auto it = values.find(name);
   if (it == values.end())
     throw ImportError("reference to unknown node '" + name + "'");
-  size_t index = ref.value("index", 0);
-  if (index >= it->second.size() || !it->second[index])
+  int64_t index = ref.contains("index") ? jsonInt64(ref.at("index")) : 0;
+  if (index < 0 || index >= (int64_t)it->second.size() || !it->second[index])
     throw ImportError("node '" + name + "' has no tensor output " + std::to_string(index));
   return it->second[index];
 }
@@ -123,9 +215,9 @@ Value GraphImporter::lookup(const json &ref) {
 OwningOpRef<ModuleOp> GraphImporter::run(const json &graph, std::string &error) {
   if (graph.value("format", "") != "neuronsim-graph")
     throw ImportError("not a neuronsim graph file (field 'format' is " +
-                      graph.value("format", json("missing")).dump() + ")");
+                      runtime::jsonBrief(graph.value("format", json("missing"))) + ")");
   if (graph.value("version", -1) != kGraphFormatVersion)
-    throw ImportError("graph file version " + graph.value("version", json("missing")).dump() +
+    throw ImportError("graph file version " + runtime::jsonBrief(graph.value("version", json("missing"))) +
                       " is not supported; this compiler reads version " +
                       std::to_string(kGraphFormatVersion));
 
@@ -133,7 +225,8 @@ OwningOpRef<ModuleOp> GraphImporter::run(const json &graph, std::string &error) 
   OwningOpRef<ModuleOp> module = ModuleOp::create(unknown);
   SmallVector<Type> argTypes;
   for (const json &in : graph.at("inputs"))
-    argTypes.push_back(parseTensorType(ctx, in));
+    argTypes.push_back(
+        parseTensorType(ctx, in, "graph input '" + in.value("name", "?") + "'", limits));
   builder.setInsertionPointToEnd(module->getBody());
   auto func = builder.create<func::FuncOp>(unknown, "main",
                                            builder.getFunctionType(argTypes, {}));
@@ -143,7 +236,8 @@ OwningOpRef<ModuleOp> GraphImporter::run(const json &graph, std::string &error) 
     values[in.at("name").get<std::string>()] = {body->getArgument(i)};
 
   for (const json &c : graph.value("constants", json::array())) {
-    RankedTensorType type = parseTensorType(ctx, c);
+    RankedTensorType type =
+        parseTensorType(ctx, c, "constant '" + c.value("name", "?") + "'", limits);
     auto op = builder.create<ntorch::ConstantOp>(NameLoc::get(builder.getStringAttr(
                                                      c.at("name").get<std::string>())),
                                                  type, constantValue(type, c.at("data")));
@@ -156,28 +250,38 @@ OwningOpRef<ModuleOp> GraphImporter::run(const json &graph, std::string &error) 
     std::string name = node.at("name").get<std::string>();
     AtenOpImporter importer = findAtenOpImporter(target);
     if (!importer) {
-      std::string source = node.value("source", "");
+      std::string source = shortened(node.value("source", ""));
       unsupported.push_back(target + (source.empty() ? "" : " at " + source));
       values[name] = {};
       continue;
     }
     if (!unsupported.empty())
       continue; // keep collecting unsupported ops, stop building
-    SmallVector<RankedTensorType> resultTypes;
-    for (const json &out : node.at("outputs"))
-      resultTypes.push_back(out.is_null() ? RankedTensorType() : parseTensorType(ctx, out));
-    Location loc = nodeLocation(ctx, node);
-    NodeContext nc(builder, loc, node, [this](const json &ref) { return lookup(ref); },
-                   resultTypes);
+    std::string source = shortened(node.value("source", ""));
+    std::string where = "node '" + name + "' (" + target + (source.empty() ? "" : " at " + source) + ")";
     SmallVector<Value> results;
+    Operation *last = body->empty() ? nullptr : &body->back();
+    SmallVector<RankedTensorType> resultTypes;
     try {
+      const json &outs = node.at("outputs");
+      if (!outs.is_array())
+        throw ImportError("'outputs' should be a list, got " + runtime::jsonBrief(outs));
+      for (auto [i, out] : llvm::enumerate(outs))
+        resultTypes.push_back(out.is_null() ? RankedTensorType()
+                                            : parseTensorType(ctx, out, "output " + std::to_string(i),
+                                                              limits));
+      Location loc = nodeLocation(ctx, node);
+      NodeContext nc(builder, loc, node, [this](const json &ref) { return lookup(ref); },
+                     resultTypes);
       results = importer(nc);
     } catch (const ImportError &e) {
-      throw ImportError("node '" + name + "' (" + target + (node.value("source", "").empty()
-                                                                ? ""
-                                                                : " at " + node.value("source", "")) +
-                        "): " + e.what());
+      throw ImportError(where + ": " + e.what());
     }
+    // Verify the node's ops now, so that the next importers only see consistent types.
+    for (Operation &op : llvm::make_range(last ? std::next(last->getIterator()) : body->begin(),
+                                          body->end()))
+      if (failed(verify(&op)))
+        throw ImportError(where + ": its arguments do not fit the op (see the diagnostics)");
     for (auto [i, v] : llvm::enumerate(results)) {
       if (!v)
         continue;
@@ -209,12 +313,13 @@ OwningOpRef<ModuleOp> GraphImporter::run(const json &graph, std::string &error) 
   return module;
 }
 
-OwningOpRef<ModuleOp> importGraph(const std::string &text, MLIRContext &ctx, std::string &error) {
+OwningOpRef<ModuleOp> importGraph(const std::string &text, MLIRContext &ctx, std::string &error,
+                                  const ImportLimits &limits) {
   ctx.getOrLoadDialect<ntorch::NTorchDialect>();
   ctx.getOrLoadDialect<func::FuncDialect>();
   try {
     json graph = json::parse(text);
-    GraphImporter importer(ctx);
+    GraphImporter importer(ctx, limits);
     OwningOpRef<ModuleOp> module = importer.run(graph, error);
     return module;
   } catch (const json::exception &e) {

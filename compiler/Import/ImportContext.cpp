@@ -1,6 +1,9 @@
 // Argument accessors for ATen-op importers, with errors that say what was expected.
 #include "compiler/Import/ImportContext.h"
 #include "dialects/NTorch/IR/NTorchOps.h"
+#include "runtime/program/JsonBrief.h"
+
+#include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
 #include <limits>
@@ -9,6 +12,48 @@ using namespace mlir;
 using json = nlohmann::json;
 
 namespace neuron::compiler {
+
+int64_t jsonInt64(const json &v) {
+  if (v.is_number_unsigned() && v.get<uint64_t>() > (uint64_t)std::numeric_limits<int64_t>::max())
+    throw ImportError("integer " + runtime::jsonBrief(v) + " is out of range (more than 2^63-1)");
+  if (!v.is_number_integer())
+    throw ImportError("expected an integer, got " + runtime::jsonBrief(v));
+  return v.get<int64_t>();
+}
+
+RankedTensorType NodeContext::resultType(size_t i) const {
+  if (!hasResult(i))
+    throw ImportError("the graph file records " + std::to_string(resultTypes.size()) +
+                      " output(s) for this node, without a tensor output " + std::to_string(i));
+  return resultTypes[i];
+}
+
+static std::string typeString(Type t) {
+  std::string s;
+  llvm::raw_string_ostream(s) << t;
+  return s;
+}
+
+void NodeContext::requireRank(Value v, int64_t rank, const std::string &what) const {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (t.getRank() != rank)
+    throw ImportError(what + " must have rank " + std::to_string(rank) + ", got " +
+                      typeString(t));
+}
+
+void NodeContext::requireRankAtLeast(Value v, int64_t rank, const std::string &what) const {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (t.getRank() < rank)
+    throw ImportError(what + " must have rank " + std::to_string(rank) + " or more, got " +
+                      typeString(t));
+}
+
+void NodeContext::requireExpandable(int64_t elements, const std::string &what) const {
+  if (elements < 0 || elements > kMaxExpandedElements)
+    throw ImportError(what + " needs a constant of " + std::to_string(elements) +
+                      " elements, more than the " + std::to_string(kMaxExpandedElements) +
+                      " this compiler expands");
+}
 
 const json *NodeContext::arg(size_t i, const char *name) const {
   const json &args = node.at("args");
@@ -28,7 +73,7 @@ Value NodeContext::tensor(size_t i) const {
   const json *a = arg(i);
   if (!a || !a->is_object() || !a->contains("node"))
     throw ImportError("argument " + std::to_string(i) + " should be a tensor, got " +
-                      (a ? a->dump() : "nothing"));
+                      (a ? runtime::jsonBrief(*a) : "nothing"));
   return lookup(*a);
 }
 
@@ -55,7 +100,7 @@ static double toNumber(const json &v) {
       return -std::numeric_limits<double>::infinity();
     return std::numeric_limits<double>::quiet_NaN();
   }
-  throw ImportError("expected a number, got " + v.dump());
+  throw ImportError("expected a number, got " + runtime::jsonBrief(v));
 }
 
 double NodeContext::number(size_t i, const char *name, double fallback) const {
@@ -68,8 +113,8 @@ int64_t NodeContext::integer(size_t i, const char *name, int64_t fallback) const
   if (!a || a->is_null())
     return fallback;
   if (!a->is_number_integer() && !a->is_boolean())
-    throw ImportError("argument " + std::to_string(i) + " should be an integer, got " + a->dump());
-  return a->is_boolean() ? a->get<bool>() : a->get<int64_t>();
+    throw ImportError("argument " + std::to_string(i) + " should be an integer, got " + runtime::jsonBrief(*a));
+  return a->is_boolean() ? a->get<bool>() : jsonInt64(*a);
 }
 
 std::string NodeContext::string(size_t i, const char *name, const std::string &fallback) const {
@@ -83,12 +128,15 @@ SmallVector<int64_t> NodeContext::intList(size_t i, const char *name) const {
   if (!a)
     throw ImportError("missing list argument " + std::to_string(i));
   if (a->is_number_integer())
-    return {a->get<int64_t>()};
+    return {jsonInt64(*a)};
+  if (!a->is_array())
+    throw ImportError("argument " + std::to_string(i) + " should be a list of integers, got " +
+                      runtime::jsonBrief(*a));
   for (const json &v : *a) {
     if (!v.is_number_integer())
-      throw ImportError("expected a list of integers, got " + a->dump() +
+      throw ImportError("expected a list of integers, got " + runtime::jsonBrief(*a) +
                         " (symbolic sizes are not supported; use dynamic=False)");
-    out.push_back(v.get<int64_t>());
+    out.push_back(jsonInt64(v));
   }
   return out;
 }
@@ -101,17 +149,35 @@ SmallVector<int64_t> NodeContext::intPair(size_t i, const char *name,
     v = fallback;
   if (v.size() == 1)
     v.push_back(v[0]);
+  if (v.size() != 2)
+    throw ImportError(std::string("argument ") + (name ? name : std::to_string(i)) +
+                      " should be one or two integers, got " + std::to_string(v.size()));
   return v;
 }
 
 Value NodeContext::tensorOrScalar(size_t i, Type elementType) const {
   if (isTensorArg(i))
     return tensor(i);
+  const json *a = arg(i, nullptr);
   double v = number(i, nullptr, 0.0);
   // A Python float stays fp32 beside bf16/fp16 tensors: eager computes in fp32 with it
   // and rounds the result once.
   if (isa<FloatType>(elementType) && elementType.getIntOrFloatBitWidth() < 32)
     elementType = b.getF32Type();
+  // Beside an integer tensor, a Python float promotes the op to the default float dtype
+  // (int_tensor * 0.5 is a float op in eager); it must not be truncated to an integer.
+  if (a && (a->is_number_float() || a->is_object()) && isa<IntegerType>(elementType))
+    elementType = b.getF32Type();
+  // Scalars travel as doubles down to the instructions' immediates: an integer beyond
+  // 2^53 would silently lose bits.
+  constexpr uint64_t exactLimit = uint64_t(1) << 53;
+  if (a && a->is_number_integer() &&
+      (a->is_number_unsigned() ? a->get<uint64_t>() > exactLimit
+                               : (a->get<int64_t>() > int64_t(exactLimit) ||
+                                  a->get<int64_t>() < -int64_t(exactLimit))))
+    throw ImportError("integer scalar " + runtime::jsonBrief(*a) +
+                      " is beyond 2^53, which the neuron backend cannot represent exactly; "
+                      "pass it as a tensor");
   return scalar(elementType, v);
 }
 
@@ -162,7 +228,7 @@ Value NodeContext::reduce(ntorch::ReduceFn fn, Value x, ArrayRef<int64_t> dims,
   auto t = typeOf(x);
   SmallVector<bool> reduced(t.getRank(), false);
   SmallVector<int64_t> normalized;
-  for (int64_t d : dims) {
+  for (int64_t d : t.getRank() == 0 ? ArrayRef<int64_t>() : dims) { // dim 0 of a 0-d tensor
     int64_t n = dim(d, t.getRank());
     if (!reduced[n])
       normalized.push_back(n);

@@ -13,6 +13,13 @@
 
 namespace neuron::compiler {
 
+/// The most elements of a dense constant an importer builds (positions, masks): 2^24,
+/// which also keeps every position exact in fp32.
+inline constexpr int64_t kMaxExpandedElements = int64_t(1) << 24;
+
+/// A JSON integer as int64; an ImportError when it does not fit (a uint64 above 2^63-1).
+int64_t jsonInt64(const nlohmann::json &v);
+
 /// Thrown by argument accessors for a node whose arguments do not fit the op;
 /// turned into an error naming the node.
 struct ImportError : std::runtime_error {
@@ -50,7 +57,16 @@ public:
   /// when argument i is a number.
   mlir::Value tensorOrScalar(size_t i, mlir::Type elementType) const;
 
-  mlir::RankedTensorType resultType(size_t i = 0) const { return resultTypes[i]; }
+  /// The graph file's type of result i; an ImportError when the file records none.
+  mlir::RankedTensorType resultType(size_t i = 0) const;
+  bool hasResult(size_t i) const { return i < resultTypes.size() && resultTypes[i]; }
+
+  /// Rank checks of operands and results: an ImportError naming `what` otherwise.
+  void requireRank(mlir::Value v, int64_t rank, const std::string &what) const;
+  void requireRankAtLeast(mlir::Value v, int64_t rank, const std::string &what) const;
+  /// Dense constants the importer expands element by element (positions, triangles) are
+  /// bounded, so that a crafted size cannot make the compiler build billions of values.
+  void requireExpandable(int64_t elements, const std::string &what) const;
 
   // Builders for importers that expand one ATen op into several ntorch ops.
   /// A tensor of `type` filled with `value`.

@@ -55,9 +55,10 @@ std::shared_ptr<runtime::Program> compileGraph(const std::string &graphJson,
       result.error = std::string("internal compiler error: ") + e.what();
     }
   }
+  // Messages quote the graph file, which may hold any bytes: Python decodes them as UTF-8.
   if (!result.ok)
     throw CompileFailure(result.error.empty() ? "compilation failed without a diagnostic"
-                                              : result.error);
+                                              : compiler::validUtf8(result.error));
   return std::make_shared<runtime::Program>(std::move(result.program));
 }
 

@@ -1,5 +1,6 @@
 // Reads a Program from its document tree; errors name the bad field.
 // (The format is described at the top of Serialize.cpp.)
+#include "runtime/program/JsonBrief.h"
 #include "runtime/program/Loops.h"
 #include "runtime/program/Serialize.h"
 #include "runtime/program/SerializeDetail.h"
@@ -75,7 +76,7 @@ int64_t integer(const json &j, const Path &p, int64_t lo, int64_t hi) {
       j.is_number_unsigned() && j.get<uint64_t>() > uint64_t(hi);
   const int64_t v = tooBig ? 0 : j.get<int64_t>();
   if (tooBig || v < lo || v > hi)
-    bad(p, "value " + j.dump() + " out of range [" + std::to_string(lo) + ", " +
+    bad(p, "value " + jsonBrief(j) + " out of range [" + std::to_string(lo) + ", " +
                std::to_string(hi) + "]");
   return v;
 }
@@ -98,7 +99,7 @@ double number(const json &j, const Path &p) {
     if (s == "nan")
       return std::numeric_limits<double>::quiet_NaN();
   }
-  bad(p, "expected a number (or \"inf\", \"-inf\", \"nan\"), got " + j.dump());
+  bad(p, "expected a number (or \"inf\", \"-inf\", \"nan\"), got " + jsonBrief(j));
 }
 
 bool boolean(const json &obj, const char *key, const Path &p) {
@@ -166,7 +167,7 @@ std::vector<LoopTerm> readTerms(const json &j, const Path &p, int depth) {
   for (size_t i = 0; i < j.size(); ++i) {
     const json &t = j[i];
     if (!t.is_array() || t.size() != 3)
-      bad(p[i], "expected [level, coef, modulus], got " + t.dump());
+      bad(p[i], "expected [level, coef, modulus], got " + jsonBrief(t));
     LoopTerm term;
     term.level = uint8_t(integer(t[0], p[i][0], 0, kMaxLoopDepth - 1));
     if (term.level >= depth)
@@ -196,7 +197,7 @@ AccessPattern readAp(const json &j, const Path &p, int depth) {
   for (size_t i = 0; i < dims.size(); ++i) {
     const json &d = dims[i];
     if (!d.is_array() || d.size() != 2)
-      bad(dp[i], "expected [stride, size], got " + d.dump());
+      bad(dp[i], "expected [stride, size], got " + jsonBrief(d));
     ap.dims.push_back({integer(d[0], dp[i][0], -kI64Max, kI64Max),
                        integer(d[1], dp[i][1], 0, kI64Max)});
   }
@@ -206,7 +207,7 @@ AccessPattern readAp(const json &j, const Path &p, int depth) {
 /// [queue, value] or [queue, value, [[level, coef, modulus], ...]].
 SemWait readWait(const json &w, const Path &p, int depth) {
   if (!w.is_array() || (w.size() != 2 && w.size() != 3))
-    bad(p, "expected [queue, value] or [queue, value, terms], got " + w.dump());
+    bad(p, "expected [queue, value] or [queue, value, terms], got " + jsonBrief(w));
   SemWait sw;
   sw.queue = uint16_t(integer(w[0], p[0], 0, kNumQueues - 1));
   sw.value = integer(w[1], p[1], -kI64Max, kI64Max);
@@ -244,7 +245,7 @@ Instruction readInstruction(const json &j, const Path &p, int depth) {
   if (const json *imm = optional(j, "imm")) {
     const Path ip = p / "imm";
     if (!imm->is_array() || imm->size() != 2)
-      bad(ip, "expected [imm0, imm1], got " + imm->dump());
+      bad(ip, "expected [imm0, imm1], got " + jsonBrief(*imm));
     in.imm[0] = number((*imm)[0], ip[0]);
     in.imm[1] = number((*imm)[1], ip[1]);
   }
@@ -297,7 +298,7 @@ std::vector<Loop> readLoops(const json &j, const Path &p,
   for (size_t i = 0; i < j.size(); ++i) {
     const json &l = j[i];
     if (!l.is_array() || l.size() != 3)
-      bad(p[i], "expected [begin, end, count], got " + l.dump());
+      bad(p[i], "expected [begin, end, count], got " + jsonBrief(l));
     Loop loop;
     loop.begin = uint32_t(integer(l[0], p[i][0], 0, kU32Max));
     loop.end = uint32_t(integer(l[1], p[i][1], 0, kU32Max));

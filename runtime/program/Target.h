@@ -31,6 +31,7 @@ struct Target {
   /// added: DmaGather's extra queue time per gathered row (one descriptor each).
   double dmaDescriptorNs = 0;
   double hbmBytesPerNs = 0;       // per core
+  long hbmBytesPerCore = 0;       // HBM capacity of one core (the chip's / cores)
   bool sharedSbufPsumPorts = false; // NC-v2: Vector/GpSimd share SBUF, Vector/Scalar share PSUM
 };
 

@@ -359,6 +359,8 @@ CASES: list[Case] = [
         one(randn),
         exact=True,
     ),
+    Case("max", "aten.max.default", lambda x: x.max(), one(randn), exact=True),
+    Case("min", "aten.min.default", lambda x: x.min(), one(randn), exact=True),
     Case(
         "var.correction",
         "aten.var.correction",

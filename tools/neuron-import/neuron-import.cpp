@@ -47,7 +47,13 @@ int main(int argc, char **argv) {
   neuron::compiler::registerAllDialects(registry);
   mlir::MLIRContext ctx(registry);
   std::string error;
-  auto module = neuron::compiler::importGraph((*file)->getBuffer().str(), ctx, error);
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  try {
+    module = neuron::compiler::importGraph((*file)->getBuffer().str(), ctx, error);
+  } catch (const std::exception &e) { // a bug: importGraph reports bad input in `error`
+    llvm::errs() << "internal compiler error: " << e.what() << "\n";
+    return 2;
+  }
   if (!module) {
     llvm::errs() << "error: " << error << "\n";
     return 1;

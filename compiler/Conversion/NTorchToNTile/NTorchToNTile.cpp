@@ -134,6 +134,41 @@ void addFamily(RewritePatternSet &patterns, const TypeConverter &converter,
    ...);
 }
 
+/// Tiles need sizes: a tensor with a dynamic dim (tensor<?x200xf32>) is an error naming
+/// the op and the type, not a program that silently does nothing.
+LogicalResult rejectDynamicShapes(ModuleOp module) {
+  auto dynamic = [](Type t) {
+    auto shaped = dyn_cast<ShapedType>(t);
+    return shaped && (!shaped.hasRank() || !shaped.hasStaticShape());
+  };
+  for (auto func : module.getOps<func::FuncOp>()) {
+    for (auto [i, t] : llvm::enumerate(func.getArgumentTypes()))
+      if (dynamic(t))
+        return func.emitError("argument ")
+               << i << " of @" << func.getSymName() << " has type " << t
+               << " with a dynamic shape; the neuron lowering needs static shapes";
+    for (auto [i, t] : llvm::enumerate(func.getResultTypes()))
+      if (dynamic(t))
+        return func.emitError("result ")
+               << i << " of @" << func.getSymName() << " has type " << t
+               << " with a dynamic shape; the neuron lowering needs static shapes";
+    WalkResult result = func.walk([&](Operation *op) {
+      SmallVector<Type> types(op->getOperandTypes());
+      llvm::append_range(types, op->getResultTypes());
+      for (Type t : types)
+        if (dynamic(t)) {
+          op->emitError("'") << op->getName() << "' has a value of type " << t
+                             << " with a dynamic shape; the neuron lowering needs static shapes";
+          return WalkResult::interrupt();
+        }
+      return WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      return failure();
+  }
+  return success();
+}
+
 struct ConvertNTorchToNTilePass
     : impl::ConvertNTorchToNTileBase<ConvertNTorchToNTilePass> {
   using ConvertNTorchToNTileBase::ConvertNTorchToNTileBase;
@@ -154,6 +189,8 @@ struct ConvertNTorchToNTilePass
     legal.addDynamicallyLegalOp<func::ReturnOp>(
         [](func::ReturnOp r) { return r.getNumOperands() == 0; });
 
+    if (failed(rejectDynamicShapes(getOperation())))
+      return signalPassFailure();
     for (auto func : llvm::to_vector(getOperation().getOps<func::FuncOp>())) {
       if (func.getBody().empty() ||
           !llvm::all_of(func.getArgumentTypes(), llvm::IsaPred<RankedTensorType>))

@@ -426,6 +426,25 @@ static int64_t windowOut(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d)
   return (in + 2 * p - d * (k - 1) - 1) / s + 1;
 }
 
+/// Whether window parameters are out of range: kernel, stride, dilation >= 1,
+/// padding >= 0, and the dilated window fits the padded input (a window that
+/// does not fit leaves no output, which PyTorch rejects too). Checked before
+/// windowOut divides by the stride.
+static bool badWindow(Operation *op, int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
+  constexpr int64_t limit = int64_t(1) << 31;
+  if (k < 1 || s < 1 || d < 1 || p < 0 || k > limit || s > limit || d > limit || p > limit) {
+    op->emitOpError("window kernel ") << k << ", stride " << s << ", padding " << p
+                                      << ", dilation " << d << " out of range";
+    return true;
+  }
+  if (d * (k - 1) + 1 > in + 2 * p) {
+    op->emitOpError("window of ") << d * (k - 1) + 1 << " elements does not fit the input of "
+                                  << in << " padded by " << p << " on each side";
+    return true;
+  }
+  return false;
+}
+
 LogicalResult Conv2dOp::verify() {
   auto in = tensorType(getInput()), w = tensorType(getWeight()), res = tensorType(getResult());
   if (in.getRank() != 4 || w.getRank() != 4 || res.getRank() != 4)
@@ -437,6 +456,10 @@ LogicalResult Conv2dOp::verify() {
     return emitOpError("channels do not match: input has ")
            << in.getDimSize(1) << ", weight expects " << w.getDimSize(1) << " x " << g
            << " groups";
+  for (int i = 0; i < 2; ++i)
+    if (badWindow(*this, in.getDimSize(2 + i), w.getDimSize(2 + i), getStride()[i],
+                  getPadding()[i], getDilation()[i]))
+      return failure();
   SmallVector<int64_t> expected = {in.getDimSize(0), w.getDimSize(0),
                                    windowOut(in.getDimSize(2), w.getDimSize(2), getStride()[0],
                                              getPadding()[0], getDilation()[0]),
@@ -454,6 +477,10 @@ LogicalResult Pool2dOp::verify() {
     return emitOpError("expects NCHW input and result");
   if (getKernel().size() != 2 || getStride().size() != 2 || getPadding().size() != 2)
     return emitOpError("kernel, stride and padding have two entries");
+  for (int i = 0; i < 2; ++i)
+    if (badWindow(*this, in.getDimSize(2 + i), getKernel()[i], getStride()[i], getPadding()[i],
+                  1))
+      return failure();
   SmallVector<int64_t> expected = {
       in.getDimSize(0), in.getDimSize(1),
       windowOut(in.getDimSize(2), getKernel()[0], getStride()[0], getPadding()[0], 1),

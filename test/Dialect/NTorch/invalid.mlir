@@ -60,3 +60,20 @@ func.func @unknown_fn(%a: tensor<3xf32>) -> tensor<3xf32> {
   %0 = ntorch.unary frobnicate %a : tensor<3xf32> -> tensor<3xf32>
   return %0 : tensor<3xf32>
 }
+
+// -----
+
+// Window parameters are checked before the output size divides by the stride.
+func.func @pool_stride_zero(%x: tensor<1x1x8x8xf32>) -> tensor<1x1x4x4xf32> {
+  // expected-error @+1 {{window kernel 2, stride 0, padding 0, dilation 1 out of range}}
+  %0 = ntorch.pool2d max %x kernel [2, 2] stride [0, 2] padding [0, 0] : tensor<1x1x8x8xf32> -> tensor<1x1x4x4xf32>
+  return %0 : tensor<1x1x4x4xf32>
+}
+
+// -----
+
+func.func @pool_window_too_large(%x: tensor<1x1x8x8xf32>) -> tensor<1x1x1x1xf32> {
+  // expected-error @+1 {{window of 9 elements does not fit the input of 8 padded by 0 on each side}}
+  %0 = ntorch.pool2d max %x kernel [9, 2] stride [1, 2] padding [0, 0] : tensor<1x1x8x8xf32> -> tensor<1x1x1x1xf32>
+  return %0 : tensor<1x1x1x1xf32>
+}

@@ -98,6 +98,11 @@ enum class ActFunc : uint8_t { Identity, Relu, Exp, Log, Tanh, Sigmoid, Sqrt, Rs
                                Erf, Gelu, GeluTanh, Silu, Square, Abs, Neg, Reciprocal,
                                Sin, Cos, Softplus };
 /// Arithmetic/logic ops of the Vector and GpSimd engines. Comparisons yield 1 or 0.
+/// Max and Min return NaN if either operand is NaN (torch.maximum/minimum), and a
+/// TensorReduce max/min returns NaN if any element is NaN (torch.amax). On all-integer
+/// operands the ops compute exactly in int64 with two's-complement wrap: Div truncates
+/// toward zero, Mod is floor mod (torch.remainder), a zero divisor is a SimulationError,
+/// and And/Or/Xor are bitwise (logical when dst is i1).
 enum class AluOp : uint8_t { Add, Sub, Mul, Div, Max, Min, Pow, Eq, Ne, Lt, Le, Gt, Ge,
                              And, Or, Xor, Mod };
 

@@ -1,9 +1,10 @@
 // Element functions of the engines (ALU ops, activations) as functors.
 //
 // T is the compute type: float for float operands (the engines compute in
-// fp32), double when an operand is an integer type (exact up to 2^53). The
-// dispatchers switch once per run of elements and hand a functor to the loop,
-// so the inner loops have no per-element dispatch.
+// fp32), double when float and integer operands mix. Instructions whose
+// operands are all integers compute exactly in int64 (withIntAluOp below).
+// The dispatchers switch once per run of elements and hand a functor to the
+// loop, so the inner loops have no per-element dispatch.
 #pragma once
 
 #include "runtime/program/Program.h"
@@ -15,9 +16,10 @@
 
 namespace neuron::runtime {
 
-/// Calls `body(f)` with `f(a, b)` implementing `op` in type T. Bitwise ops on
-/// double (integer operands) act on the int64 values, on float they are
-/// logical. Mod follows torch.remainder (the result takes the divisor's sign).
+/// Calls `body(f)` with `f(a, b)` implementing `op` in type T (float or
+/// double). And/Or/Xor are logical (non-zero is true). Mod follows
+/// torch.remainder (the result takes the divisor's sign). Max and Min return
+/// NaN if either operand is NaN, as torch.maximum / torch.minimum.
 template <class T, class Body> void withAluOp(AluOp op, Body &&body) {
   switch (op) {
   case AluOp::Add:
@@ -47,25 +49,123 @@ template <class T, class Body> void withAluOp(AluOp op, Body &&body) {
   case AluOp::Ge:
     return body([](T a, T b) { return T(a >= b); });
   case AluOp::And:
-    if constexpr (std::is_same_v<T, double>)
-      return body([](T a, T b) { return T(int64_t(a) & int64_t(b)); });
-    else
-      return body([](T a, T b) { return T(a != 0 && b != 0); });
+    return body([](T a, T b) { return T(a != 0 && b != 0); });
   case AluOp::Or:
-    if constexpr (std::is_same_v<T, double>)
-      return body([](T a, T b) { return T(int64_t(a) | int64_t(b)); });
-    else
-      return body([](T a, T b) { return T(a != 0 || b != 0); });
+    return body([](T a, T b) { return T(a != 0 || b != 0); });
   case AluOp::Xor:
-    if constexpr (std::is_same_v<T, double>)
-      return body([](T a, T b) { return T(int64_t(a) ^ int64_t(b)); });
-    else
-      return body([](T a, T b) { return T((a != 0) != (b != 0)); });
+    return body([](T a, T b) { return T((a != 0) != (b != 0)); });
   case AluOp::Mod:
     return body([](T a, T b) {
       T r = std::fmod(a, b);
       return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
     });
+  }
+}
+
+// Two's-complement int64 arithmetic (as torch's integer tensors): through
+// uint64, since signed overflow is undefined behaviour in C++.
+inline int64_t wrapAdd(int64_t a, int64_t b) {
+  return int64_t(uint64_t(a) + uint64_t(b));
+}
+inline int64_t wrapSub(int64_t a, int64_t b) {
+  return int64_t(uint64_t(a) - uint64_t(b));
+}
+inline int64_t wrapMul(int64_t a, int64_t b) {
+  return int64_t(uint64_t(a) * uint64_t(b));
+}
+
+/// x ** e in int64, wrapping, as torch.pow of integer tensors. A negative
+/// exponent gives 1 / x truncated: 1 for x = 1, +-1 for x = -1, else 0.
+inline int64_t intPow(int64_t x, int64_t e) {
+  if (e < 0)
+    return x == 1 ? 1 : x == -1 ? ((e & 1) ? -1 : 1) : 0;
+  uint64_t r = 1, b = uint64_t(x);
+  for (uint64_t k = uint64_t(e); k != 0; k >>= 1) {
+    if (k & 1)
+      r *= b;
+    b *= b;
+  }
+  return int64_t(r);
+}
+
+/// Calls `body(f)` with `f(a, b)` implementing `op` exactly on int64 values,
+/// for instructions whose operands and destination are all integers (i64,
+/// i32, i8, u8, i1). Add, Sub, Mul, Pow wrap (two's complement) like torch.
+/// Div truncates toward zero (torch.div(rounding_mode='trunc')) and Mod is
+/// torch.remainder (floor: the result takes the divisor's sign); the caller
+/// rejects a zero divisor before (torch raises ZeroDivisionError), and
+/// INT64_MIN / -1 wraps to INT64_MIN. And/Or/Xor are bitwise, or logical
+/// (non-zero is true) when `logical`: an i1 destination, as logical_and of
+/// integer tensors; on 0/1 operands the two agree.
+template <class Body> void withIntAluOp(AluOp op, bool logical, Body &&body) {
+  using I = int64_t;
+  switch (op) {
+  case AluOp::Add:
+    return body([](I a, I b) { return wrapAdd(a, b); });
+  case AluOp::Sub:
+    return body([](I a, I b) { return wrapSub(a, b); });
+  case AluOp::Mul:
+    return body([](I a, I b) { return wrapMul(a, b); });
+  case AluOp::Div:
+    return body([](I a, I b) { return b == -1 ? wrapSub(0, a) : a / b; });
+  case AluOp::Max:
+    return body([](I a, I b) { return a > b ? a : b; });
+  case AluOp::Min:
+    return body([](I a, I b) { return a < b ? a : b; });
+  case AluOp::Pow:
+    return body([](I a, I b) { return intPow(a, b); });
+  case AluOp::Eq:
+    return body([](I a, I b) { return I(a == b); });
+  case AluOp::Ne:
+    return body([](I a, I b) { return I(a != b); });
+  case AluOp::Lt:
+    return body([](I a, I b) { return I(a < b); });
+  case AluOp::Le:
+    return body([](I a, I b) { return I(a <= b); });
+  case AluOp::Gt:
+    return body([](I a, I b) { return I(a > b); });
+  case AluOp::Ge:
+    return body([](I a, I b) { return I(a >= b); });
+  case AluOp::And:
+    if (logical)
+      return body([](I a, I b) { return I(a != 0 && b != 0); });
+    return body([](I a, I b) { return a & b; });
+  case AluOp::Or:
+    if (logical)
+      return body([](I a, I b) { return I(a != 0 || b != 0); });
+    return body([](I a, I b) { return a | b; });
+  case AluOp::Xor:
+    if (logical)
+      return body([](I a, I b) { return I((a != 0) != (b != 0)); });
+    return body([](I a, I b) { return a ^ b; });
+  case AluOp::Mod:
+    return body([](I a, I b) {
+      if (b == -1) // a % -1 overflows for INT64_MIN; the remainder is 0
+        return I(0);
+      const I r = a % b;
+      return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+    });
+  }
+}
+
+/// Whether `v` is an integer that int64 holds, i.e. an immediate that an
+/// integer instruction can use exactly.
+inline bool isExactInt64(double v) {
+  return v >= -0x1p63 && v < 0x1p63 && v == double(int64_t(v));
+}
+
+/// The identity element of a reduction with `op` (add, mul, max, min) on
+/// int64 values.
+inline int64_t intReduceInit(AluOp op) {
+  switch (op) {
+  case AluOp::Mul:
+    return 1;
+  case AluOp::Max:
+    return std::numeric_limits<int64_t>::min();
+  case AluOp::Min:
+    return std::numeric_limits<int64_t>::max();
+  default:
+    return 0;
   }
 }
 
@@ -130,6 +230,30 @@ template <class T, class Body> void withActFunc(ActFunc fn, Body &&body) {
     return body([](T x) { return T(std::cos(x)); });
   case ActFunc::Softplus: // torch softplus, beta = 1, threshold = 20
     return body([](T x) { return x > T(20) ? x : T(std::log1p(std::exp(x))); });
+  }
+}
+
+/// Whether activation `fn` is exact on int64 values (withIntActFunc).
+inline bool isIntActFunc(ActFunc fn) {
+  return fn == ActFunc::Identity || fn == ActFunc::Relu ||
+         fn == ActFunc::Neg || fn == ActFunc::Abs || fn == ActFunc::Square;
+}
+
+/// Calls `body(f)` with `f(x)` implementing activation `fn` (isIntActFunc) on
+/// int64 values, wrapping (abs and neg of INT64_MIN give INT64_MIN, as torch).
+template <class Body> void withIntActFunc(ActFunc fn, Body &&body) {
+  using I = int64_t;
+  switch (fn) {
+  case ActFunc::Relu:
+    return body([](I x) { return x < 0 ? I(0) : x; });
+  case ActFunc::Neg:
+    return body([](I x) { return wrapSub(0, x); });
+  case ActFunc::Abs:
+    return body([](I x) { return x < 0 ? wrapSub(0, x) : x; });
+  case ActFunc::Square:
+    return body([](I x) { return wrapMul(x, x); });
+  default:
+    return body([](I x) { return x; });
   }
 }
 

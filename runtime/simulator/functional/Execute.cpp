@@ -4,10 +4,16 @@
 // kChunkF elements, aligned to the operands' contiguous runs: an fp32 operand
 // whose run covers the chunk is used in place; any other operand is gathered
 // into (or scattered from) an L1-sized scratch array with dtype conversion.
-// Instructions with an integer operand (and iota) compute in double through
-// the generic functors of ElementOps.h. Matmul packs its operands into panels
-// (bf16 rows in one step: kernels::packBf16Panels) and runs the blocked
-// kernel of MatmulKernel.cpp straight into PSUM.
+// Instructions whose operands and dst are all integers (integerPath) compute
+// exactly in int64 with two's-complement wrap, as torch's integer tensors;
+// an integer division by zero raises SimulationError (torch raises
+// ZeroDivisionError). Mixed integer and float operands take the float path,
+// the integers converted to fp32 first, as torch promotes them. Iota, and
+// integer instructions that int64 cannot do exactly (a fractional immediate),
+// compute in double through the generic functors of ElementOps.h. Matmul
+// packs its operands into panels (bf16 rows in one step:
+// kernels::packBf16Panels) and runs the blocked kernel of MatmulKernel.cpp
+// straight into PSUM.
 // Select takes the float path when its two value operands and dst are float
 // (the condition, often i1, converts to float without turning non-zero into
 // zero); on a 1-byte condition with bf16 or fp32 values and dst it copies the
@@ -114,13 +120,77 @@ bool sameElements(const AccessPattern &x, const AccessPattern &y) {
          x.dims == y.dims;
 }
 
-bool anyIntegerOperand(const Instruction &inst) {
-  if (isIntegerDType(inst.dst.dtype))
+/// Whether `inst` computes in double (Executor::elementwise): an iota, or an
+/// integer instruction that integerPath rejects (a fractional immediate, an
+/// inexact activation). Instructions with a float value operand or a float
+/// dst compute in fp32 like the float ones, their integer operands converted
+/// to fp32 first (rounded once): torch promotes int and float operands to
+/// the float dtype and computes in it, so 2^24 + 1 < 16777216.0 is false.
+bool doublePath(const Instruction &inst) {
+  if (inst.opcode == Opcode::Iota)
     return true;
-  for (const auto &s : inst.srcs)
-    if (isIntegerDType(s.dtype))
-      return true;
-  return false;
+  if (!isIntegerDType(inst.dst.dtype))
+    return false;
+  for (size_t k = inst.opcode == Opcode::Select ? 1 : 0; k < inst.srcs.size();
+       ++k)
+    if (!isIntegerDType(inst.srcs[k].dtype))
+      return false;
+  return true;
+}
+
+/// Whether `inst` computes exactly in int64 (Executor::elementwiseInt,
+/// reduceInt): its dst and value sources are integers (a select's condition
+/// may be anything) and the immediates it uses are int64 integers. Immediates
+/// are doubles: an integer instruction whose immediate is fractional or
+/// beyond int64 computes in double instead (exact up to 2^53, then stored
+/// as Numerics.h converts).
+bool integerPath(const Instruction &inst) {
+  auto intSrc = [&](size_t k) { return isIntegerDType(inst.srcs[k].dtype); };
+  // int -> float copies too: int64 -> fp32 rounds once, as torch (through
+  // double it would round twice).
+  if (inst.opcode == Opcode::TensorCopy)
+    return intSrc(0);
+  if (!isIntegerDType(inst.dst.dtype))
+    return false;
+  switch (inst.opcode) {
+  case Opcode::TensorTensor:
+    return intSrc(0) && intSrc(1);
+  case Opcode::TensorScalar:
+    return intSrc(0) && isExactInt64(inst.imm[0]);
+  case Opcode::TensorReduce:
+    return intSrc(0);
+  case Opcode::Select:
+    return intSrc(1) && intSrc(2);
+  case Opcode::Memset:
+    return isExactInt64(inst.imm[0]);
+  case Opcode::Iota:
+    return isExactInt64(inst.imm[0]) && isExactInt64(inst.imm[1]);
+  case Opcode::Activation:
+    return intSrc(0) && isIntActFunc(inst.func) &&
+           isExactInt64(inst.imm[0]) && isExactInt64(inst.imm[1]);
+  default:
+    return false;
+  }
+}
+
+/// Throws if an integer div or mod divides by zero: divisor[0..n) are the
+/// divisors of the dst elements from flat index `first` (-1: one immediate
+/// for all); `operand` names them.
+void checkDivisors(size_t index, const Instruction &inst,
+                   const int64_t *divisor, int64_t n, int64_t first,
+                   const char *operand) {
+  if (inst.alu != AluOp::Div && inst.alu != AluOp::Mod)
+    return;
+  for (int64_t i = 0; i < n; ++i)
+    if (divisor[i] == 0)
+      failInstruction(
+          index, inst,
+          std::string("integer ") + aluOpName(inst.alu) +
+              " by zero (torch raises ZeroDivisionError): " + operand +
+              " is 0" +
+              (first < 0 ? std::string()
+                         : " at element " + std::to_string(first + i)) +
+              " (" + dtypeName(inst.dst.dtype) + " dst)");
 }
 
 } // namespace
@@ -129,12 +199,139 @@ template <class T> T *Executor::scratch(int slot, size_t n) {
   auto &v = [&]() -> std::vector<T> & {
     if constexpr (std::is_same_v<T, float>)
       return fbuf_[slot];
+    else if constexpr (std::is_same_v<T, int64_t>)
+      return ibuf_[slot];
     else
       return dbuf_[slot];
   }();
   if (v.size() < n)
     v.resize(n);
   return v.data();
+}
+
+void Executor::elementwiseInt(size_t index, const Instruction &inst,
+                              const InstrShape &shape) {
+  const View dv = mem_.view(inst.dst);
+  Cursor d(dv);
+  Cursor s0(inst.srcs.size() > 0 ? mem_.view(inst.srcs[0]) : dv);
+  Cursor s1(inst.srcs.size() > 1 ? mem_.view(inst.srcs[1]) : dv);
+  Cursor s2(inst.srcs.size() > 2 ? mem_.view(inst.srcs[2]) : dv);
+  const int64_t total = dv.numElements();
+  int64_t *a = scratch<int64_t>(0, kChunk), *b = scratch<int64_t>(1, kChunk),
+          *o = scratch<int64_t>(2, kChunk), *c = scratch<int64_t>(3, kChunk);
+  // Only the immediates the opcode uses are int64 integers (integerPath).
+  auto imm = [&](int k) { return int64_t(inst.imm[k]); };
+  const bool logical = inst.dst.dtype == DType::Bool;
+  const int64_t freeElems = shape.freeElems;
+
+  for (int64_t off = 0; off < total; off += kChunk) {
+    const int64_t n = std::min(kChunk, total - off);
+    switch (inst.opcode) {
+    case Opcode::Activation: {
+      const int64_t scale = imm(0), bias = imm(1);
+      gather(s0, a, n);
+      withIntActFunc(inst.func, [&](auto f) {
+        for (int64_t i = 0; i < n; ++i)
+          o[i] = f(wrapAdd(wrapMul(a[i], scale), bias));
+      });
+      break;
+    }
+    case Opcode::TensorTensor:
+      gather(s0, a, n);
+      gather(s1, b, n);
+      checkDivisors(index, inst, b, n, off, "srcs[1]");
+      withIntAluOp(inst.alu, logical, [&](auto f) {
+        for (int64_t i = 0; i < n; ++i)
+          o[i] = f(a[i], b[i]);
+      });
+      break;
+    case Opcode::TensorScalar: {
+      const int64_t s = imm(0);
+      gather(s0, a, n);
+      if (inst.reverse)
+        checkDivisors(index, inst, a, n, off, "srcs[0]");
+      else
+        checkDivisors(index, inst, &s, 1, -1, "the immediate");
+      withIntAluOp(inst.alu, logical, [&](auto f) {
+        if (inst.reverse)
+          for (int64_t i = 0; i < n; ++i)
+            o[i] = f(s, a[i]);
+        else
+          for (int64_t i = 0; i < n; ++i)
+            o[i] = f(a[i], s);
+      });
+      break;
+    }
+    case Opcode::TensorCopy:
+      gather(s0, o, n);
+      break;
+    case Opcode::Select:
+      if (isIntegerDType(s0.view().dtype)) {
+        gather(s0, a, n);
+      } else { // a float condition: tested in float (0.5 and NaN are true)
+        double *fc = scratch<double>(0, size_t(n));
+        gather(s0, fc, n);
+        for (int64_t i = 0; i < n; ++i)
+          a[i] = fc[i] != 0.0;
+      }
+      gather(s1, b, n);
+      gather(s2, c, n);
+      for (int64_t i = 0; i < n; ++i)
+        o[i] = a[i] != 0 ? b[i] : c[i];
+      break;
+    case Opcode::Memset:
+      std::fill(o, o + n, imm(0));
+      break;
+    case Opcode::Iota: {
+      // dst[p, i] = imm0 + imm1 * p + i, p relative to the first partition.
+      int64_t p = off / freeElems, i = off % freeElems;
+      for (int64_t j = 0; j < n; ++j) {
+        o[j] = wrapAdd(wrapAdd(imm(0), wrapMul(imm(1), p)), i);
+        if (++i == freeElems) {
+          i = 0;
+          ++p;
+        }
+      }
+      break;
+    }
+    default:
+      break;
+    }
+    scatter(d, o, n);
+  }
+}
+
+void Executor::reduceInt(const Instruction &inst) {
+  const AccessPattern &src = inst.srcs[0];
+  int64_t group = 1; // elements reduced into one output
+  for (size_t k = src.dims.size() - inst.axes; k < src.dims.size(); ++k)
+    group *= src.dims[k][1];
+  const View sv = mem_.view(src);
+  Cursor s(sv), d(mem_.view(inst.dst));
+  const int64_t total = sv.numElements();
+  int64_t *a = scratch<int64_t>(0, kChunk), *o = scratch<int64_t>(2, kChunk);
+  const int64_t init = intReduceInit(inst.alu);
+  int64_t acc = init, inGroup = 0, nout = 0;
+
+  withIntAluOp(inst.alu, false, [&](auto f) {
+    for (int64_t off = 0; off < total; off += kChunk) {
+      const int64_t n = std::min(kChunk, total - off);
+      gather(s, a, n);
+      for (int64_t i = 0; i < n; ++i) {
+        acc = f(acc, a[i]);
+        if (++inGroup == group) {
+          o[nout++] = acc;
+          acc = init;
+          inGroup = 0;
+          if (nout == kChunk) {
+            scatter(d, o, nout);
+            nout = 0;
+          }
+        }
+      }
+    }
+  });
+  scatter(d, o, nout);
 }
 
 template <class T>
@@ -209,40 +406,6 @@ void Executor::elementwise(const Instruction &inst, const InstrShape &shape) {
     }
     scatter(d, o, n);
   }
-}
-
-template <class T> void Executor::reduce(const Instruction &inst) {
-  const AccessPattern &src = inst.srcs[0];
-  int64_t group = 1; // elements reduced into one output
-  for (size_t k = src.dims.size() - inst.axes; k < src.dims.size(); ++k)
-    group *= src.dims[k][1];
-  const View sv = mem_.view(src);
-  Cursor s(sv), d(mem_.view(inst.dst));
-  const int64_t total = sv.numElements();
-  T *a = scratch<T>(0, kChunk), *o = scratch<T>(2, kChunk);
-  const T init = reduceInit<T>(inst.alu);
-  T acc = init;
-  int64_t inGroup = 0, nout = 0;
-
-  withAluOp<T>(inst.alu, [&](auto f) {
-    for (int64_t off = 0; off < total; off += kChunk) {
-      const int64_t n = std::min(kChunk, total - off);
-      gather(s, a, n);
-      for (int64_t i = 0; i < n; ++i) {
-        acc = f(acc, a[i]);
-        if (++inGroup == group) {
-          o[nout++] = acc;
-          acc = init;
-          inGroup = 0;
-          if (nout == kChunk) {
-            scatter(d, o, nout);
-            nout = 0;
-          }
-        }
-      }
-    }
-  });
-  scatter(d, o, nout);
 }
 
 void Executor::elementwiseF32(const Instruction &inst) {
@@ -605,9 +768,9 @@ void matmulKernel(const float *a, const float *b, float *c, int64_t k,
 void Executor::gatherRows(size_t index, const Instruction &inst,
                           const InstrShape &shape) {
   const int64_t parts = shape.gatherRows, rows = shape.tableRows;
-  double *idx = scratch<double>(0, size_t(parts));
+  int64_t *idx = scratch<int64_t>(0, size_t(parts));
   Cursor ic(mem_.view(inst.srcs[1]));
-  gather(ic, idx, parts); // i32 exactly; i64 exactly up to 2^53
+  gather(ic, idx, parts); // exact for every integer dtype
   const AccessPattern &table = inst.srcs[0];
   AccessPattern row = table; // one row: the table's dims without the first
   row.dims.erase(row.dims.begin());
@@ -615,13 +778,13 @@ void Executor::gatherRows(size_t index, const Instruction &inst,
   const int64_t pstride = parts > 1 ? inst.dst.dims[0][0] : 0;
   dstRow.dims[0] = {1, 1};
   for (int64_t p = 0; p < parts; ++p) {
-    const double r = idx[p];
-    if (!(r >= 0 && r < double(rows)))
+    const int64_t r = idx[p];
+    if (!(r >= 0 && r < rows))
       failInstruction(index, inst,
-                      "index " + std::to_string(toInt64(r)) + " (partition " +
+                      "index " + std::to_string(r) + " (partition " +
                           std::to_string(p) + ") is outside the table's " +
                           std::to_string(rows) + " rows");
-    row.offset = table.offset + int64_t(r) * table.dims[0][0];
+    row.offset = table.offset + r * table.dims[0][0];
     dstRow.partition = uint32_t(int64_t(inst.dst.partition) + p * pstride);
     copyElements(mem_.view(dstRow), mem_.view(row));
   }
@@ -638,8 +801,9 @@ void Executor::run(size_t index, const Instruction &inst,
     gatherRows(index, inst, shape);
     return;
   case Opcode::Select:
-    if (isIntegerDType(inst.dst.dtype) || isIntegerDType(inst.srcs[1].dtype) ||
-        isIntegerDType(inst.srcs[2].dtype))
+    if (integerPath(inst))
+      elementwiseInt(index, inst, shape);
+    else if (doublePath(inst))
       elementwise<double>(inst, shape);
     else if (!selectBits(inst))
       elementwiseF32(inst);
@@ -653,16 +817,18 @@ void Executor::run(size_t index, const Instruction &inst,
       return;
     }
     break;
-  case Opcode::TensorReduce:
-    if (anyIntegerOperand(inst))
-      reduce<double>(inst);
+  case Opcode::TensorReduce: // integer sources: always integerPath
+    if (integerPath(inst))
+      reduceInt(inst);
     else
       reduceF32(inst);
     return;
   default:
     break;
   }
-  if (anyIntegerOperand(inst) || inst.opcode == Opcode::Iota)
+  if (integerPath(inst))
+    elementwiseInt(index, inst, shape);
+  else if (doublePath(inst))
     elementwise<double>(inst, shape);
   else
     elementwiseF32(inst);

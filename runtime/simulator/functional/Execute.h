@@ -16,15 +16,20 @@ public:
 
   /// Executes `inst`, instruction `index` of its program; `shape` is what
   /// checkInstruction returned for it. Throws SimulationError on a
-  /// data-dependent error (a DmaGather index out of range).
+  /// data-dependent error (a DmaGather index out of range, an integer
+  /// division by zero).
   void run(size_t index, const Instruction &inst, const InstrShape &shape);
 
 private:
-  // Integer operands: computed in double (exact up to 2^53).
+  // Integer operands and dst (integerPath in Execute.cpp): exact int64.
+  void elementwiseInt(size_t index, const Instruction &inst,
+                      const InstrShape &shape);
+  void reduceInt(const Instruction &inst);
+  // Iota, and integer instructions not exact in int64: in double.
   template <class T>
   void elementwise(const Instruction &inst, const InstrShape &shape);
-  template <class T> void reduce(const Instruction &inst);
-  // Float operands: fp32 kernels (Kernels.h) on contiguous runs.
+  // Float operands or dst (integer operands converted): fp32 kernels
+  // (Kernels.h) on contiguous runs.
   void elementwiseF32(const Instruction &inst);
   void reduceF32(const Instruction &inst);
   bool selectBits(const Instruction &inst);
@@ -38,6 +43,7 @@ private:
   Memory &mem_;
   std::vector<float> fbuf_[4];   // slots: srcs[0], srcs[1], result, srcs[2]
   std::vector<double> dbuf_[4];
+  std::vector<int64_t> ibuf_[4];
   std::vector<float> mmA_, mmB_, mmC_, mmRow_;
 };
 

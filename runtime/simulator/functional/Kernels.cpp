@@ -440,11 +440,11 @@ NEURON_CLONES void u8ToF64(const uint8_t *in, double *out, int64_t n) {
 NEURON_CLONES void f64ToI64(const double *in, int64_t *out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     // toInt64 (Numerics.h) without branches: the conversion sees only
-    // in-range values.
+    // in-range values (out of range it is undefined in C++).
     const double v = in[i];
-    const bool hi = v >= 9.2e18, lo = v <= -9.2e18, nan = !(v == v);
-    const int64_t t = int64_t(hi || lo || nan ? 0.0 : v);
-    out[i] = nan ? 0 : hi ? INT64_MAX : lo ? INT64_MIN : t;
+    const bool ok = v >= -0x1p63 && v < 0x1p63; // false for NaN
+    const int64_t t = int64_t(ok ? v : 0.0);
+    out[i] = ok ? t : INT64_MIN;
   }
 }
 

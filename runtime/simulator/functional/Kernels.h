@@ -27,7 +27,8 @@ const char *isaName();
 void activation(ActFunc f, const float *in, float *out, int64_t n, float scale,
                 float bias);
 
-/// out[i] = a[i] <op> b[i]. Inputs may equal `out`.
+/// out[i] = a[i] <op> b[i]. Inputs may equal `out`. Max and Min return NaN
+/// if either operand is NaN (torch.maximum / minimum, unlike std::max).
 void tensorTensor(AluOp op, const float *a, const float *b, float *out,
                   int64_t n);
 
@@ -36,7 +37,7 @@ void tensorScalar(AluOp op, const float *a, float imm, bool reverse,
                   float *out, int64_t n);
 
 /// The reduction of a[0..n) with op (add, mul, max, min) starting from op's
-/// identity. Sums use 16 interleaved partial sums combined in a fixed order
+/// identity; max and min are NaN if any element is (torch.amax / max). Sums use 16 interleaved partial sums combined in a fixed order
 /// (deterministic, and closer to torch's cascade sums than a serial sum).
 float reduce(AluOp op, const float *a, int64_t n);
 
@@ -48,9 +49,10 @@ void selectBf16(const uint8_t *cond, const uint16_t *a, const uint16_t *b,
 void selectF32(const uint8_t *cond, const uint32_t *a, const uint32_t *b,
                uint32_t *out, int64_t n);
 
-/// Conversions of the double path (integer operands; Numerics.h loadRun
-/// and storeRun): int64 or 1-byte unsigned to double, and double to int64
-/// (toInt64: truncated, NaN -> 0, saturated) or to i1 (non-zero -> 1).
+/// Conversions of the double path (mixed float and integer operands;
+/// Numerics.h loadRun and storeRun): int64 or 1-byte unsigned to double, and
+/// double to int64 (toInt64: truncated; NaN and out of range -> INT64_MIN, as
+/// torch on x86-64) or to i1 (non-zero -> 1).
 void i64ToF64(const int64_t *in, double *out, int64_t n);
 void u8ToF64(const uint8_t *in, double *out, int64_t n);
 void f64ToI64(const double *in, int64_t *out, int64_t n);

@@ -1,9 +1,19 @@
-// Conversions between storage dtypes and the compute types (float / double).
+// Conversions between storage dtypes and the compute types (float, double,
+// int64).
 //
-// bf16 and fp16 stores round to nearest even; NaN stays NaN (quiet). Stores to
-// integer types truncate toward zero, map NaN to 0, saturate at the int64
-// range and then wrap to the narrower type (as torch's .to(int) does for
-// in-range values); stores to i1 yield 1 for every non-zero value.
+// bf16 and fp16 stores round to nearest even; NaN stays NaN (quiet).
+// Integer loads are exact (u8 is unsigned: 200 is 200, never -56).
+// int64 -> narrower integer stores wrap (two's complement), as torch.
+// Float -> integer stores are torch's .to(dtype) on x86-64 (C++ leaves the
+// out-of-range cases undefined; these are what torch's casts do there):
+//  - i64: truncation toward zero; NaN, +-inf and values outside the int64
+//    range give INT64_MIN (the x86 "integer indefinite" value);
+//  - i32: the same with the int32 range and INT32_MIN;
+//  - i8, u8: the low byte of the i32 result (300.0 -> u8 44, -1.0 -> u8 255,
+//    200.0 -> i8 -56; NaN, inf and values beyond the int32 range -> 0). For
+//    fp32 values this is also the low byte of the int64 truncation, which is
+//    what torch gives for float64 sources (the simulator has none);
+//  - i1: 1 for every non-zero value, NaN included.
 #pragma once
 
 #include "runtime/program/Program.h"
@@ -77,14 +87,42 @@ inline bool isIntegerDType(DType t) {
   return t != DType::F32 && t != DType::BF16 && t != DType::F16;
 }
 
+/// Float -> i64 as torch on x86-64 (see above). The range test is exact in
+/// double; out-of-range C++ conversions are undefined, so they never run
+/// (written without branches: loops of it vectorize).
 template <class T> inline int64_t toInt64(T v) {
-  if (!(v == v))
-    return 0;
-  if (v >= T(9.2e18))
-    return INT64_MAX;
-  if (v <= T(-9.2e18))
-    return INT64_MIN;
-  return int64_t(v);
+  const double d = double(v);
+  const bool ok = d >= -0x1p63 && d < 0x1p63; // false for NaN
+  const int64_t t = int64_t(ok ? d : 0.0);
+  return ok ? t : INT64_MIN;
+}
+
+/// Float -> i32 as torch on x86-64 (see above).
+template <class T> inline int32_t toInt32(T v) {
+  const double d = double(v);
+  const bool ok = d > -2147483649.0 && d < 2147483648.0;
+  const int32_t t = int32_t(ok ? d : 0.0);
+  return ok ? t : INT32_MIN;
+}
+
+/// The value of compute type T (float, double or int64) stored as integer
+/// type S (int64_t, int32_t, int8_t, uint8_t; i1 is separate).
+template <class S, class T> inline S toIntStorage(T v) {
+  if constexpr (std::is_integral_v<T>)
+    return S(std::make_unsigned_t<S>(v)); // wraps
+  else if constexpr (sizeof(S) == 8)
+    return toInt64(v);
+  else
+    return S(std::make_unsigned_t<S>(toInt32(v)));
+}
+
+/// Storage value v (of any dtype's C type) as compute type T: int64 from a
+/// float is toInt64, everything else a plain (exact or rounding) conversion.
+template <class T, class S> inline T fromStorage(S v) {
+  if constexpr (std::is_integral_v<T> && !std::is_integral_v<S>)
+    return toInt64(v);
+  else
+    return T(v);
 }
 
 namespace detail {
@@ -95,18 +133,18 @@ inline void loadLoop(const uint8_t *p, int64_t stride, T *out, int64_t n,
   if (stride == 0) { // a broadcast: one element, n times
     S v;
     std::memcpy(&v, p, sizeof(S));
-    std::fill(out, out + n, T(cvt(v)));
+    std::fill(out, out + n, fromStorage<T>(cvt(v)));
   } else if (stride == int64_t(sizeof(S))) {
     for (int64_t i = 0; i < n; ++i) {
       S v;
       std::memcpy(&v, p + i * int64_t(sizeof(S)), sizeof(S));
-      out[i] = T(cvt(v));
+      out[i] = fromStorage<T>(cvt(v));
     }
   } else {
     for (int64_t i = 0; i < n; ++i, p += stride) {
       S v;
       std::memcpy(&v, p, sizeof(S));
-      out[i] = T(cvt(v));
+      out[i] = fromStorage<T>(cvt(v));
     }
   }
 }
@@ -180,19 +218,25 @@ void storeRun(uint8_t *p, int64_t stride, DType dt, const T *in, int64_t n) {
     return storeLoop<uint16_t>(p, stride, in, n,
                                [](T v) { return floatToHalf(float(v)); });
   case DType::I64:
-    if constexpr (std::is_same_v<T, double>)
-      if (stride == 8 && (reinterpret_cast<uintptr_t>(p) & 7) == 0)
-        return kernels::f64ToI64(in, reinterpret_cast<int64_t *>(p), n);
-    return storeLoop<int64_t>(p, stride, in, n, [](T v) { return toInt64(v); });
+    if (stride == 8 && (reinterpret_cast<uintptr_t>(p) & 7) == 0) {
+      int64_t *q = reinterpret_cast<int64_t *>(p);
+      if constexpr (std::is_same_v<T, double>)
+        return kernels::f64ToI64(in, q, n);
+      for (int64_t i = 0; i < n; ++i) // vectorizes (no memcpy per element)
+        q[i] = toIntStorage<int64_t>(in[i]);
+      return;
+    }
+    return storeLoop<int64_t>(p, stride, in, n,
+                              [](T v) { return toIntStorage<int64_t>(v); });
   case DType::I32:
-    return storeLoop<int32_t>(
-        p, stride, in, n, [](T v) { return int32_t(uint32_t(toInt64(v))); });
+    return storeLoop<int32_t>(p, stride, in, n,
+                              [](T v) { return toIntStorage<int32_t>(v); });
   case DType::I8:
     return storeLoop<int8_t>(p, stride, in, n,
-                             [](T v) { return int8_t(uint8_t(toInt64(v))); });
+                             [](T v) { return toIntStorage<int8_t>(v); });
   case DType::U8:
     return storeLoop<uint8_t>(p, stride, in, n,
-                              [](T v) { return uint8_t(toInt64(v)); });
+                              [](T v) { return toIntStorage<uint8_t>(v); });
   case DType::Bool:
     if constexpr (std::is_same_v<T, double>)
       if (stride == 1)

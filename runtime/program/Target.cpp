@@ -1,10 +1,10 @@
 // NeuronCore descriptions of trn1/trn2/trn3: every number the cost model uses.
 //
 // Sources are cited next to each number; "HARDWARE.md" refers to
-// /work/shared/design/HARDWARE.md, which collects AWS's NKI architecture guides
-// (trainium_inferentia2_arch, trainium2_arch, trainium3_arch), the DMA
-// bandwidth guide and the nki.isa cost notes. Numbers marked ESTIMATE have no
-// direct source; they are chosen here, once, and explained.
+// runtime/HARDWARE.md, which records each fact with its public source (AWS's
+// NKI architecture guides trainium_inferentia2_arch, trainium2_arch and
+// trainium3_arch, the DMA guides and the nki.isa cost notes). Numbers marked
+// ESTIMATE have no direct source; they are chosen here, once, and explained.
 #include "runtime/program/Target.h"
 
 namespace neuron::runtime {
@@ -12,6 +12,7 @@ namespace neuron::runtime {
 namespace {
 
 constexpr long kKiB = 1024;
+constexpr long kGiB = kKiB * kKiB * kKiB;
 
 // Fields shared by all three generations.
 Target commonCore() {
@@ -71,6 +72,7 @@ Target makeTrn1() {
   // HARDWARE.md: DMA bandwidth guide, 17 B/ns (trn1)
   t.dmaBytesPerNsPerQueue = 17;
   t.hbmBytesPerNs = 820.0 / 2; // HARDWARE.md: 820 GB/s per chip / 2 cores
+  t.hbmBytesPerCore = 32 * kGiB / 2; // HARDWARE.md: 32 GiB per chip / 2 cores
   // HARDWARE.md: NC-v2 Vector/GpSimd SBUF, Vector/Scalar PSUM
   t.sharedSbufPsumPorts = true;
   return t;
@@ -93,6 +95,7 @@ Target makeTrn2() {
   t.dmaBytesPerNsPerQueue = 23;
   // HARDWARE.md: 2.9 TB/s per chip (also 3.0) / 8 cores
   t.hbmBytesPerNs = 2900.0 / 8;
+  t.hbmBytesPerCore = 96 * kGiB / 8; // HARDWARE.md: 96 GiB per chip / 8 cores
   t.sharedSbufPsumPorts = false; // HARDWARE.md: port sharing lifted in NC-v3
   return t;
 }
@@ -115,6 +118,7 @@ Target makeTrn3() {
   t.dmaBytesPerNsPerQueue = 33;
   // HARDWARE.md: 4.9 TB/s per chip (also 4.7) / 8 cores
   t.hbmBytesPerNs = 4900.0 / 8;
+  t.hbmBytesPerCore = 144 * kGiB / 8; // HARDWARE.md: 144 GiB per chip / 8 cores
   t.sharedSbufPsumPorts = false; // HARDWARE.md: lifted since NC-v3
   return t;
 }

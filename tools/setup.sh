@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
 TORCH_VERSION="2.13.0"
 APT_PACKAGES=(build-essential libmlir-19-dev mlir-19-tools llvm-19-dev llvm-19-tools
-              nlohmann-json3-dev catch2 ccache)
+              nlohmann-json3-dev catch2 ccache
+              gdb)  # gdb: stack traces of fuzzer crashes (tools/fuzz.py)
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
 
 log() { echo "[setup] $*"; }
@@ -67,3 +68,4 @@ if ! "$PYTHON" -m pip install --no-build-isolation -v "${pip_args[@]:1}" . \
   exit 1
 fi
 log "neuronsim installed in $((SECONDS - start)) s; neuron-opt: $(command -v neuron-opt || echo 'not on PATH')"
+log "neuron-import, neuron-compile, neuron-run: $(command -v neuron-run >/dev/null && echo 'on PATH' || echo 'not on PATH')"

@@ -251,8 +251,26 @@ static SmallVector<int64_t> inversePerm(ArrayRef<int64_t> perm) {
   return inv;
 }
 
+/// Zeros of `elementType` shaped like `index` plus a trailing 1, read through an
+/// indirect DMA gather of `positions` rows: the DMA validates every index against its
+/// table, so an index outside [0, positions) raises on the device where eager raises
+/// "index out of bounds", instead of selecting nothing. Used as a one-hot select's zero
+/// operand, the check is part of the result's data flow.
+static Value boundsCheckedZeros(NodeContext &ctx, Value index, int64_t positions,
+                                Type elementType) {
+  auto it = typeOf(index);
+  int64_t n = it.getNumElements();
+  Value table = ctx.splat(RankedTensorType::get({positions, 1}, elementType), 0.0);
+  Value rows = ctx.b.create<nt::GatherRowsOp>(
+      ctx.loc, RankedTensorType::get({n, 1}, elementType), table, ctx.reshape(index, {n}));
+  SmallVector<int64_t> shape(it.getShape());
+  shape.push_back(1);
+  return ctx.reshape(rows, shape);
+}
+
 /// gather(x, dim, index): out[..., k] = x[..., index[..., k]] along `dim`, as a one-hot
 /// select and a sum over the gathered dim: [..., K, 1] == [..., 1, C] -> [..., K, C].
+/// Indices are bounds-checked (boundsCheckedZeros).
 Values gather(NodeContext &ctx) {
   Value x = ctx.tensor(0), index = ctx.tensor(2);
   ctx.requireRankAtLeast(x, 1, "gather's input");
@@ -278,7 +296,7 @@ Values gather(NodeContext &ctx) {
   xShape.insert(xShape.end() - 1, 1);
   Value hit = ctx.binary(ntorch::BinaryFn::eq, ctx.reshape(index, idxShape),
                          positions(ctx, c, rank + 1, it.getElementType()));
-  Value zero = ctx.scalar(xt.getElementType(), 0.0);
+  Value zero = boundsCheckedZeros(ctx, index, c, xt.getElementType());
   SmallVector<int64_t> selShape(it.getShape());
   selShape.push_back(c);
   Value picked = ctx.b.create<nt::SelectOp>(ctx.loc, RankedTensorType::get(selShape, xt.getElementType()),

@@ -240,6 +240,8 @@ HazardDetector::footprints(size_t index) {
   prepared_[index] = true;
   const Instruction &inst = prog_.instructions[index];
   auto add = [&](const AccessPattern &ap, bool write) {
+    if (ap.space == MemSpace::Hbm && (ap.buffer >= hbm_.size() || !hbm_[ap.buffer]))
+      return; // a buffer nothing writes: no hazard, and no runs to enumerate
     Footprint f;
     f.space = ap.space;
     f.buffer = ap.buffer;

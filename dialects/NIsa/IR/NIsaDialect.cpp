@@ -11,7 +11,7 @@ using namespace mlir;
 using namespace neuron::nisa;
 using neuron::ntile::MemSpace;
 
-#include "dialects/NIsa/IR/NIsaDialect.cpp.inc"
+#include "dialects/NIsa/IR/NIsaOpsDialect.cpp.inc"
 #include "dialects/NIsa/IR/NIsaEnums.cpp.inc"
 #define GET_ATTRDEF_CLASSES
 #include "dialects/NIsa/IR/NIsaAttrs.cpp.inc"

@@ -6,7 +6,7 @@
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/Dialect.h"
 
-#include "dialects/NIsa/IR/NIsaDialect.h.inc"
+#include "dialects/NIsa/IR/NIsaOpsDialect.h.inc"
 #include "dialects/NIsa/IR/NIsaEnums.h.inc"
 
 #define GET_ATTRDEF_CLASSES

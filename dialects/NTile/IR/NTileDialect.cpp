@@ -10,7 +10,7 @@
 using namespace mlir;
 using namespace neuron::ntile;
 
-#include "dialects/NTile/IR/NTileDialect.cpp.inc"
+#include "dialects/NTile/IR/NTileOpsDialect.cpp.inc"
 #include "dialects/NTile/IR/NTileEnums.cpp.inc"
 #define GET_ATTRDEF_CLASSES
 #include "dialects/NTile/IR/NTileAttrs.cpp.inc"

@@ -5,7 +5,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
 
-#include "dialects/NTile/IR/NTileDialect.h.inc"
+#include "dialects/NTile/IR/NTileOpsDialect.h.inc"
 #include "dialects/Common/NeuronEnums.h"
 #include "dialects/NTile/IR/NTileEnums.h.inc"
 

@@ -9,7 +9,7 @@
 using namespace mlir;
 using namespace neuron::ntorch;
 
-#include "dialects/NTorch/IR/NTorchDialect.cpp.inc"
+#include "dialects/NTorch/IR/NTorchOpsDialect.cpp.inc"
 #include "dialects/NTorch/IR/NTorchEnums.cpp.inc"
 
 void NTorchDialect::initialize() {

@@ -4,5 +4,5 @@
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/Dialect.h"
 
-#include "dialects/NTorch/IR/NTorchDialect.h.inc"
+#include "dialects/NTorch/IR/NTorchOpsDialect.h.inc"
 #include "dialects/NTorch/IR/NTorchEnums.h.inc"

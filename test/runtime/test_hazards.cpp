@@ -187,3 +187,42 @@ TEST_CASE("loops: a double-buffered pipeline is checked per instance",
                     Contains("hazard (read after write): instruction 2 "
                              "(dma_copy on queue dma1)"));
 }
+
+TEST_CASE("a strided read is confirmed exactly against a later write",
+          "[hazards]") {
+  // T (internal HBM, [128, 128] f32) is written whole, then read transposed
+  // (columns 0..63 as partitions: 8192 element runs, a strided read recorded
+  // on whole ranges) while another queue overwrites half of T's columns.
+  auto build = [](int64_t firstColumn) {
+    Builder b;
+    const uint32_t x = b.input("x", DType::F32, {128, 128});
+    const uint32_t t = b.buffer(BufferDecl::Kind::Internal, "t", DType::F32, {128, 128});
+    const uint32_t y = b.output("y", DType::F32, {64, 128});
+    const AccessPattern a = sbuf(DType::F32, 0, 0, 128, {128});
+    b.dma(kQueueDma0, a, hbm(x, DType::F32, 0, {{128, 128}, {1, 128}}));
+    b.dma(kQueueDma0 + 1, hbm(t, DType::F32, 0, {{128, 128}, {1, 128}}), a,
+          {waitFor(kQueueDma0, 1)});
+    const AccessPattern bt = sbuf(DType::F32, 0, 1024, 64, {128});
+    b.dma(kQueueDma0 + 2, bt, hbm(t, DType::F32, 0, {{1, 64}, {128, 128}}),
+          {waitFor(kQueueDma0 + 1, 1)});
+    // 64 columns from `firstColumn`, waiting for the write of T but not for
+    // the transposed read.
+    AccessPattern half = sbuf(DType::F32, 0, 4 * firstColumn, 128, {64});
+    b.dma(kQueueDma0 + 3, hbm(t, DType::F32, firstColumn, {{128, 128}, {1, 64}}), half,
+          {waitFor(kQueueDma0 + 1, 1)});
+    b.dma(kQueueDma0 + 4, hbm(y, DType::F32, 0, {{128, 64}, {1, 128}}), bt,
+          {waitFor(kQueueDma0 + 2, 1), waitFor(kQueueDma0 + 3, 1)});
+    return b;
+  };
+  std::vector<float> in(128 * 128), out(64 * 128);
+  for (size_t i = 0; i < in.size(); ++i)
+    in[i] = float(i);
+  Builder disjoint = build(64);
+  CHECK_NOTHROW(simulate(disjoint.prog, trn2(), {in.data()}, {out.data()}));
+  CHECK(out[5 * 128 + 7] == in[7 * 128 + 5]); // y = x[:, :64]^T
+  Builder overlapping = build(0);
+  CHECK_THROWS_WITH(simulate(overlapping.prog, trn2(), {in.data()}, {out.data()}),
+                    Contains("hazard (write after read): instruction 3 "
+                             "(dma_copy on queue dma3)") &&
+                        Contains("which instruction 2 (dma_copy on queue dma2) reads"));
+}

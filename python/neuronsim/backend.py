@@ -12,6 +12,7 @@ from torch._decomp import core_aten_decompositions
 from torch._dynamo.backends.common import aot_autograd
 
 from .compiler import compile_fx_graph
+from .decompositions import NEURON_DECOMPOSITIONS
 from .options import resolve_options
 from .partition import check_supported, compile_with_fallback
 from .specialize import ShapeSpecializer, dynamic_shapes_requested, has_symbolic_shapes
@@ -22,8 +23,9 @@ log = logging.getLogger("neuronsim")
 
 @functools.cache
 def _decompositions() -> Any:
-    """Core ATen decompositions; building the table takes about 0.15 s, so it is built once."""
-    return core_aten_decompositions()
+    """Core ATen decompositions and ours (decompositions.py); building the table takes about
+    0.15 s, so it is built once."""
+    return {**core_aten_decompositions(), **NEURON_DECOMPOSITIONS}
 
 
 def neuron_backend(

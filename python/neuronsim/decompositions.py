@@ -1,0 +1,87 @@
+"""Decompositions the neuron backend adds to PyTorch's core ATen table.
+
+AOTAutograd differentiates an op with its own autograd formula, then decomposes the joint
+graph: an op whose backward is a fused CPU kernel with no decomposition of its own would
+reach the compiler as that kernel. Each function here rewrites one such kernel into core
+ATen ops the compiler supports, computing what the kernel computes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+aten = torch.ops.aten
+
+
+def _attention_scores_mask(
+    length: int, source: int, is_causal: bool, attn_mask: torch.Tensor | None, like: torch.Tensor
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """(boolean keep mask or None, additive float mask or None) of scaled_dot_product_attention."""
+    keep = None
+    if is_causal:
+        keep = torch.ones(length, source, dtype=torch.bool, device=like.device).tril()
+    additive = None
+    if attn_mask is not None:
+        if attn_mask.dtype == torch.bool:
+            keep = attn_mask if keep is None else keep & attn_mask
+        else:
+            additive = attn_mask.to(torch.float32)
+    return keep, additive
+
+
+def sdpa_flash_cpu_backward(
+    grad_out: torch.Tensor,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    out: torch.Tensor,
+    logsumexp: torch.Tensor,
+    dropout_p: float,
+    is_causal: bool,
+    *,
+    attn_mask: torch.Tensor | None = None,
+    scale: float | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """aten._scaled_dot_product_flash_attention_for_cpu_backward: the attention backward from
+    the forward's logsumexp (P = exp(S - logsumexp), dS = P * (dP - rowsum(dO * O))), in fp32
+    like the CPU kernel's accumulation, cast back to the inputs' dtype."""
+    if dropout_p != 0.0:
+        # The forward's dropout mask is not an input of the backward: it cannot be rebuilt.
+        return NotImplemented
+    dtype = query.dtype
+    q, k, v, o, do = (t.to(torch.float32) for t in (query, key, value, out, grad_out))
+    if k.shape[-3] != q.shape[-3]:  # grouped-query attention: heads share keys and values
+        groups = q.shape[-3] // k.shape[-3]
+        k = k.repeat_interleave(groups, dim=-3)
+        v = v.repeat_interleave(groups, dim=-3)
+    factor = scale if scale is not None else 1.0 / math.sqrt(query.shape[-1])
+    keep, additive = _attention_scores_mask(q.shape[-2], k.shape[-2], is_causal, attn_mask, q)
+    if logsumexp.dim() == q.dim():
+        # PyTorch's decomposition of the forward (which AOTAutograd applies) returns the
+        # attention probabilities [..., L, S] where the kernel returns logsumexp [..., L].
+        probs = logsumexp.to(torch.float32)
+    else:
+        scores = q @ k.transpose(-2, -1) * factor
+        if additive is not None:
+            scores = scores + additive
+        probs = torch.exp(scores - logsumexp.to(torch.float32).unsqueeze(-1))
+    if keep is not None:
+        probs = torch.where(keep, probs, torch.zeros_like(probs))
+    grad_v = probs.transpose(-2, -1) @ do
+    grad_probs = do @ v.transpose(-2, -1)
+    grad_scores = probs * (grad_probs - (do * o).sum(-1, keepdim=True))
+    grad_q = grad_scores @ k * factor
+    grad_k = grad_scores.transpose(-2, -1) @ q * factor
+    if key.shape[-3] != query.shape[-3]:  # sum the shared heads' gradients
+        groups = query.shape[-3] // key.shape[-3]
+        shape = (*grad_k.shape[:-3], key.shape[-3], groups, *grad_k.shape[-2:])
+        grad_k = grad_k.reshape(shape).sum(-3)
+        grad_v = grad_v.reshape(shape).sum(-3)
+    return grad_q.to(dtype), grad_k.to(key.dtype), grad_v.to(value.dtype)
+
+
+NEURON_DECOMPOSITIONS = {
+    aten._scaled_dot_product_flash_attention_for_cpu_backward.default: sdpa_flash_cpu_backward,
+}

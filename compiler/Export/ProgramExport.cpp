@@ -23,13 +23,17 @@ std::optional<rt::DType> toDType(Type t) {
     return rt::DType::BF16;
   if (t.isF16())
     return rt::DType::F16;
-  if (t.isInteger(64))
+  // Integers by width and signedness: ui8 is the program's U8 (loaded as 0..255), never I8;
+  // other unsigned or signed-only types have no encoding.
+  if (t.isUnsignedInteger(8))
+    return rt::DType::U8;
+  if (t.isSignlessInteger(64))
     return rt::DType::I64;
-  if (t.isInteger(32))
+  if (t.isSignlessInteger(32))
     return rt::DType::I32;
-  if (t.isInteger(8))
+  if (t.isSignlessInteger(8))
     return rt::DType::I8;
-  if (t.isInteger(1))
+  if (t.isSignlessInteger(1))
     return rt::DType::Bool;
   return std::nullopt;
 }
@@ -61,8 +65,9 @@ std::vector<uint8_t> elementBytes(ElementsAttr attr, rt::DType dtype) {
     for (APFloat v : dense.getValues<APFloat>())
       append(v.bitcastToAPInt().getZExtValue());
   } else {
+    bool zeroExtend = et.isInteger(1) || et.isUnsignedInteger(); // i1 and ui8 are unsigned
     for (APInt v : dense.getValues<APInt>())
-      append(et.isInteger(1) ? v.getZExtValue() : v.getSExtValue());
+      append(zeroExtend ? v.getZExtValue() : v.getSExtValue());
   }
   return bytes;
 }

@@ -27,11 +27,8 @@ static Type parseElementType(MLIRContext &ctx, const std::string &name) {
     return BFloat16Type::get(&ctx);
   if (name == "f16")
     return Float16Type::get(&ctx);
-  if (name == "u8")
-    // The dialects and the program export know signless integers only: uint8 would run as
-    // int8 (200 reads back as -56). Rejected until they carry an unsigned 8-bit type.
-    throw ImportError("dtype uint8 (u8) is not supported: the neuron compiler has no unsigned "
-                      "8-bit type yet; convert to torch.int32 or a float dtype");
+  if (name == "u8") // torch.uint8: unsigned, exported as the program's u8
+    return IntegerType::get(&ctx, 8, IntegerType::Unsigned);
   static const std::pair<const char *, unsigned> ints[] = {
       {"i64", 64}, {"i32", 32}, {"i16", 16}, {"i8", 8}, {"i1", 1}};
   for (auto [n, w] : ints)
@@ -147,19 +144,25 @@ static double elementValue(const json &v) {
   return v.get<double>();
 }
 
-/// An integer constant's element, exactly (int64 values beyond 2^53 stay exact).
-static APInt integerElement(const json &v, unsigned width) {
+/// An integer constant's element, exactly (int64 values beyond 2^53 stay exact); a value
+/// out of the dtype's range (0..255 for uint8) is an error.
+static APInt integerElement(const json &v, IntegerType type) {
+  unsigned width = type.getWidth();
   if (v.is_boolean())
     return APInt(width, v.get<bool>() ? 1 : 0);
   if (!v.is_number_integer())
     throw ImportError("integer constant has the non-integer value " + runtime::jsonBrief(v));
   int64_t x = jsonInt64(v);
-  if (width < 64 && (width == 1 ? (x != 0 && x != 1)
-                                : (x < -(int64_t(1) << (width - 1)) ||
-                                   x >= (int64_t(1) << (width - 1)))))
-    throw ImportError("value " + std::to_string(x) + " does not fit an i" +
-                      std::to_string(width) + " constant");
-  return APInt(width, (uint64_t)x, /*isSigned=*/true);
+  bool fits = width == 64 ||
+              (width == 1                 ? (x == 0 || x == 1)
+               : type.isUnsignedInteger() ? (x >= 0 && x < (int64_t(1) << width))
+                                          : (x >= -(int64_t(1) << (width - 1)) &&
+                                             x < (int64_t(1) << (width - 1))));
+  if (!fits)
+    throw ImportError("value " + std::to_string(x) + " does not fit " +
+                      (type.isUnsignedInteger() ? "a uint" : "an i") + std::to_string(width) +
+                      " constant");
+  return APInt(64, (uint64_t)x).trunc(width);
 }
 
 static DenseElementsAttr constantValue(RankedTensorType type, const json &data) {
@@ -179,8 +182,34 @@ static DenseElementsAttr constantValue(RankedTensorType type, const json &data) 
   }
   SmallVector<APInt> values;
   for (const json &v : data)
-    values.push_back(integerElement(v, et.getIntOrFloatBitWidth()));
+    values.push_back(integerElement(v, cast<IntegerType>(et)));
   return DenseElementsAttr::get(type, values);
+}
+
+/// aten.index and aten.index_put take a bool or uint8 index tensor as a mask (the positions
+/// of its nonzero elements), where their importers read positions: rejected, not miscomputed.
+static void rejectMaskIndices(const std::string &target, const json &node,
+                              const std::function<Value(const json &)> &lookup) {
+  llvm::StringRef op(target);
+  if (!op.starts_with("aten.index.") && !op.starts_with("aten.index_put") &&
+      !op.starts_with("aten._unsafe_index"))
+    return;
+  const json &args = node.at("args");
+  const json *indices = args.is_array() && args.size() > 1 ? &args[1] : nullptr;
+  if ((!indices || indices->is_null()) && node.contains("kwargs") &&
+      node["kwargs"].contains("indices"))
+    indices = &node["kwargs"]["indices"];
+  if (!indices || !indices->is_array())
+    return;
+  for (const json &ref : *indices) {
+    if (!ref.is_object() || !ref.contains("node"))
+      continue;
+    Type et = cast<RankedTensorType>(lookup(ref).getType()).getElementType();
+    if (et.isInteger(1) || et.isUnsignedInteger(8))
+      throw ImportError(std::string("a ") + (et.isInteger(1) ? "bool" : "uint8") +
+                        " index tensor is a mask in torch (boolean indexing), which is not "
+                        "supported; index with int64 positions instead");
+  }
 }
 
 namespace {
@@ -236,11 +265,17 @@ OwningOpRef<ModuleOp> GraphImporter::run(const json &graph, std::string &error) 
     values[in.at("name").get<std::string>()] = {body->getArgument(i)};
 
   for (const json &c : graph.value("constants", json::array())) {
-    RankedTensorType type =
-        parseTensorType(ctx, c, "constant '" + c.value("name", "?") + "'", limits);
+    std::string what = "constant '" + c.value("name", "?") + "'";
+    RankedTensorType type = parseTensorType(ctx, c, what, limits);
+    DenseElementsAttr value;
+    try {
+      value = constantValue(type, c.at("data"));
+    } catch (const ImportError &e) {
+      throw ImportError(what + ": " + e.what());
+    }
     auto op = builder.create<ntorch::ConstantOp>(NameLoc::get(builder.getStringAttr(
                                                      c.at("name").get<std::string>())),
-                                                 type, constantValue(type, c.at("data")));
+                                                 type, value);
     values[c.at("name").get<std::string>()] = {op};
   }
 
@@ -271,8 +306,9 @@ OwningOpRef<ModuleOp> GraphImporter::run(const json &graph, std::string &error) 
                                             : parseTensorType(ctx, out, "output " + std::to_string(i),
                                                               limits));
       Location loc = nodeLocation(ctx, node);
-      NodeContext nc(builder, loc, node, [this](const json &ref) { return lookup(ref); },
-                     resultTypes);
+      auto lookupRef = [this](const json &ref) { return lookup(ref); };
+      rejectMaskIndices(target, node, lookupRef);
+      NodeContext nc(builder, loc, node, lookupRef, resultTypes);
       results = importer(nc);
     } catch (const ImportError &e) {
       throw ImportError(where + ": " + e.what());

@@ -149,19 +149,9 @@ def test_full_max_and_min_with_nan():
 # --- uint8 --------------------------------------------------------------------------------
 
 
-def run_u8(fn, *args):
-    """run_on_simulator, or an xfail while the compiler rejects uint8 graphs."""
-    try:
-        return run_on_simulator(fn, *args)
-    except neuronsim.NeuronCompileError as error:
-        if "uint8 (u8) is not supported" in str(error):
-            pytest.xfail("the compiler does not take uint8 yet (compiler/Import)")
-        raise
-
-
 def test_float_to_uint8_and_back():
     x = torch.tensor([[200.0, 300.0, -1.0, 255.9, 0.0, 127.5, -3.7, 1000.0]])
-    got_u8, got_back = run_u8(lambda x: (x.to(torch.uint8), x.to(torch.uint8).float()), x)
+    got_u8, got_back = run_on_simulator(lambda x: (x.to(torch.uint8), x.to(torch.uint8).float()), x)
     want = x.to(torch.uint8)
     assert want.tolist() == [[200, 44, 255, 255, 0, 127, 253, 232]]  # torch on x86-64
     assert torch.equal(got_u8, want)
@@ -171,7 +161,7 @@ def test_float_to_uint8_and_back():
 def test_uint8_arithmetic_is_unsigned():
     a = torch.tensor([[200, 100, 255, 0]], dtype=torch.uint8)
     b = torch.tensor([[100, 200, 1, 1]], dtype=torch.uint8)
-    got_add, got_gt, got_sum = run_u8(lambda a, b: (a + b, a > b, a.sum()), a, b)
+    got_add, got_gt, got_sum = run_on_simulator(lambda a, b: (a + b, a > b, a.sum()), a, b)
     assert torch.equal(got_add, a + b)
     assert torch.equal(got_gt, a > b)
     assert torch.equal(got_sum, a.sum())

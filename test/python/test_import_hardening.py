@@ -405,15 +405,4 @@ def test_max_pool_indices_with_nan_match_eager():
     assert torch.equal(got[1], expected[1])
 
 
-# --- 6: uint8 -----------------------------------------------------------------------------------
-
-
-def test_uint8_is_rejected_instead_of_running_as_int8():
-    def f(x):
-        return (x * 200).to(torch.uint8).float()
-
-    with pytest.raises(neuronsim.NeuronCompileError, match="uint8 .u8. is not supported"):
-        torch.compile(f, backend="neuron", dynamic=False)(torch.ones(4))
-    with pytest.raises(neuronsim.NeuronCompileError, match="graph input 'arg0_1'.*uint8"):
-        torch.compile(lambda x: x + 1, backend="neuron", dynamic=False)(
-            torch.full((4,), 200, dtype=torch.uint8))
+# --- 6: uint8: test_uint8.py (uint8 is a real unsigned type, compared with eager) ------------

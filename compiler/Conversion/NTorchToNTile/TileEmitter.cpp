@@ -25,7 +25,9 @@ std::optional<double> splatValue(Value v) {
     return attr.getSplatValue<APFloat>().convertToDouble();
   if (et.isInteger(1))
     return attr.getSplatValue<bool>() ? 1.0 : 0.0;
-  return (double)attr.getSplatValue<APInt>().getSExtValue();
+  // An immediate carries the value: ui8 200 is 200 (zero-extended), i8 200 is -56.
+  APInt value = attr.getSplatValue<APInt>();
+  return et.isUnsignedInteger() ? (double)value.getZExtValue() : (double)value.getSExtValue();
 }
 
 ActFunc toActFunc(ntorch::UnaryFn fn) { return *symbolizeActFunc(ntorch::stringifyUnaryFn(fn)); }

@@ -6,7 +6,8 @@ include "dialects/NTile/IR/NTileDialect.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/ViewLikeInterface.td"
 
-def NTile_Buffer : MemRefOf<[AnyFloat, AnySignlessInteger]>;
+// As ntorch tensors: signless integers, and ui8 (torch.uint8, exported as the program's u8).
+def NTile_Buffer : MemRefOf<[AnyFloat, AnySignlessInteger, UI8]>;
 
 def NTile_ConstantOp : NTile_Op<"constant", [Pure]> {
   let summary = "a constant HBM buffer";

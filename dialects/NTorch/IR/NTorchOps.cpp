@@ -5,6 +5,9 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/OpImplementation.h"
 
+#include <cmath>
+#include <cstdint>
+
 using namespace mlir;
 using namespace neuron::ntorch;
 
@@ -18,6 +21,21 @@ bool neuron::ntorch::isBroadcastableTo(ArrayRef<int64_t> from, ArrayRef<int64_t>
   return true;
 }
 
+/// A float converted to an integer of `width` bits as torch's .to() does on x86-64, which is
+/// how the simulator converts too (runtime/simulator/functional/Numerics.h): truncation toward
+/// zero; NaN, infinities and values out of range give INT64_MIN for 64 bits; narrower types
+/// take the low bits of the int32 conversion, whose out-of-range value is INT32_MIN
+/// (300.0 -> u8 44, -1.0 -> u8 255, NaN -> 0).
+static APInt floatToInteger(double value, unsigned width) {
+  if (width == 64) {
+    bool ok = value >= -0x1p63 && value < 0x1p63; // false for NaN
+    return APInt(64, ok ? (uint64_t)(int64_t)value : (uint64_t)INT64_MIN);
+  }
+  bool ok = value > -2147483649.0 && value < 2147483648.0;
+  int64_t t = ok ? (int64_t)(int32_t)value : (int64_t)INT32_MIN;
+  return APInt(64, (uint64_t)t).trunc(width);
+}
+
 DenseElementsAttr neuron::ntorch::splatAttr(ShapedType type, double value) {
   Type et = type.getElementType();
   if (auto ft = dyn_cast<FloatType>(et)) {
@@ -28,7 +46,13 @@ DenseElementsAttr neuron::ntorch::splatAttr(ShapedType type, double value) {
   }
   if (et.isInteger(1))
     return DenseElementsAttr::get(type, value != 0.0);
-  return DenseElementsAttr::get(type, APInt(et.getIntOrFloatBitWidth(), (int64_t)value, true));
+  unsigned width = et.getIntOrFloatBitWidth();
+  // A whole number (a Python int) wraps to the width, as torch converts Python ints:
+  // uint8 + 300 adds 44, uint8 > -1 compares with 255. The bits are the same for ui8 and i8;
+  // ui8 reads them back zero-extended.
+  if (value == std::trunc(value) && value >= -0x1p63 && value < 0x1p63)
+    return DenseElementsAttr::get(type, APInt(64, (uint64_t)(int64_t)value).trunc(width));
+  return DenseElementsAttr::get(type, floatToInteger(value, width));
 }
 
 static RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
@@ -38,6 +62,19 @@ static std::string shapeStr(ArrayRef<int64_t> shape) {
   for (size_t i = 0; i < shape.size(); ++i)
     s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
+}
+
+/// Ops that compute in fp32 on the Tensor engine (matmul, convolution) cannot give eager's
+/// uint8 results (exact products and sums, wrapped mod 256): rejected, naming the way out.
+static LogicalResult rejectUint8(Operation *op, const char *what) {
+  auto isUint8 = [](Value v) {
+    return cast<ShapedType>(v.getType()).getElementType().isUnsignedInteger(8);
+  };
+  if (llvm::any_of(op->getOperands(), isUint8) || llvm::any_of(op->getResults(), isUint8))
+    return op->emitOpError("does not support uint8 tensors: ")
+           << what << " computes in fp32, which is not exact for uint8 (eager wraps mod 256); "
+           << "convert the operands to a float dtype (.float()) first";
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -58,6 +95,8 @@ LogicalResult ConstantOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult MatmulOp::verify() {
+  if (failed(rejectUint8(*this, "the matmul")))
+    return failure();
   auto lhs = tensorType(getLhs()), rhs = tensorType(getRhs()), res = tensorType(getResult());
   int64_t rank = res.getRank();
   if ((rank != 2 && rank != 3) || lhs.getRank() != rank || rhs.getRank() != rank)
@@ -169,15 +208,37 @@ LogicalResult CastOp::verify() {
 OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
   if (getInput().getType() == getType())
     return getInput();
-  // A cast of a splat constant is a splat constant (scalars of mixed-precision ops).
+  // A cast of a splat constant is a splat constant (scalars of mixed-precision ops),
+  // converted as the simulator converts at run time.
   auto splat = dyn_cast_or_null<SplatElementsAttr>(adaptor.getInput());
   if (!splat)
     return {};
-  Type from = splat.getElementType();
-  double value = isa<FloatType>(from) ? splat.getSplatValue<APFloat>().convertToDouble()
-                 : from.isInteger(1)  ? (double)splat.getSplatValue<bool>()
-                                      : (double)splat.getSplatValue<APInt>().getSExtValue();
-  return splatAttr(cast<RankedTensorType>(getType()), value);
+  auto type = cast<RankedTensorType>(getType());
+  Type from = splat.getElementType(), to = type.getElementType();
+  if (isa<FloatType>(from)) {
+    double value = splat.getSplatValue<APFloat>().convertToDouble();
+    if (isa<FloatType>(to) || to.isInteger(1))
+      return splatAttr(type, value);
+    return DenseElementsAttr::get(type, floatToInteger(value, to.getIntOrFloatBitWidth()));
+  }
+  // Integers keep their exact value (int64 beyond 2^53 too); ui8 and i1 are unsigned:
+  // ui8 200 is 200, never -56.
+  APInt value = from.isInteger(1) ? APInt(1, splat.getSplatValue<bool>())
+                                  : splat.getSplatValue<APInt>();
+  bool isSigned = !from.isInteger(1) && !from.isUnsignedInteger();
+  if (auto ft = dyn_cast<FloatType>(to)) {
+    // Through fp32, as torch (and the simulator) convert integers to half types.
+    APFloat f(APFloat::IEEEsingle());
+    f.convertFromAPInt(value, isSigned, APFloat::rmNearestTiesToEven);
+    bool lost;
+    f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+    return DenseElementsAttr::get(type, f);
+  }
+  if (to.isInteger(1))
+    return DenseElementsAttr::get(type, !value.isZero());
+  unsigned width = to.getIntOrFloatBitWidth();
+  return DenseElementsAttr::get(type, isSigned ? value.sextOrTrunc(width)
+                                               : value.zextOrTrunc(width));
 }
 
 //===----------------------------------------------------------------------===//
@@ -410,6 +471,9 @@ LogicalResult GatherRowsOp::verify() {
     return emitOpError("table must be rank 2");
   if (!isa<IntegerType>(idx.getElementType()))
     return emitOpError("indices must be integers");
+  if (idx.getElementType().isUnsignedInteger())
+    return emitOpError("does not take uint8 indices (torch takes a uint8 index tensor as a "
+                       "mask); convert them to torch.int64");
   SmallVector<int64_t> expected(idx.getShape());
   expected.push_back(table.getDimSize(1));
   if (res.getShape() != ArrayRef<int64_t>(expected))
@@ -446,6 +510,8 @@ static bool badWindow(Operation *op, int64_t in, int64_t k, int64_t s, int64_t p
 }
 
 LogicalResult Conv2dOp::verify() {
+  if (failed(rejectUint8(*this, "the convolution")))
+    return failure();
   auto in = tensorType(getInput()), w = tensorType(getWeight()), res = tensorType(getResult());
   if (in.getRank() != 4 || w.getRank() != 4 || res.getRank() != 4)
     return emitOpError("expects NCHW input, OIHW weight and NCHW result");

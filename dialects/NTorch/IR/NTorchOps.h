@@ -15,7 +15,8 @@ namespace neuron::ntorch {
 /// True when `from` broadcasts to `to` under numpy rules (trailing alignment,
 /// each dimension equal or 1).
 bool isBroadcastableTo(llvm::ArrayRef<int64_t> from, llvm::ArrayRef<int64_t> to);
-/// A splat of `value` for `type`: rounded to nearest for floats, truncated for integers,
-/// nonzero-is-true for i1.
+/// A splat of `value` for `type`: rounded to nearest for floats; for integers, whole
+/// numbers wrap to the width (as eager does with a Python int) and other values convert as
+/// torch does on x86-64; nonzero-is-true for i1.
 mlir::DenseElementsAttr splatAttr(mlir::ShapedType type, double value);
 } // namespace neuron::ntorch

@@ -8,7 +8,9 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "mlir/IR/RegionKindInterface.td"
 
-def NTorch_Tensor : RankedTensorOf<[AnyFloat, AnySignlessInteger]>;
+// Integers are signless (two's complement, i1 = bool) except ui8, torch.uint8: its values
+// are 0..255 wherever they are read (constants, casts, immediates, the program's u8).
+def NTorch_Tensor : RankedTensorOf<[AnyFloat, AnySignlessInteger, UI8]>;
 
 def NTorch_ConstantOp : NTorch_Op<"constant", [ConstantLike, Pure, AllTypesMatch<["value", "result"]>]> {
   let summary = "a constant tensor";

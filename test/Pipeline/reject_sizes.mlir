@@ -28,3 +28,12 @@ func.func @live(%a: tensor<20480x65536xf32>) -> tensor<1x20480xf32> {
   %2 = ntorch.reduce sum %1 [0] {keepdim} : tensor<65536x20480xf32> -> tensor<1x20480xf32>
   return %2 : tensor<1x20480xf32>
 }
+
+// -----
+
+// Empty tensors have nothing to tile: an error, not a division by a zero tile size.
+// CHECK: error: argument 0 of @empty has type 'tensor<1x0x3xf32>' with no elements; the neuron lowering does not compile empty tensors
+func.func @empty(%x: tensor<1x0x3xf32>) -> tensor<1x0x3xf32> {
+  %0 = ntorch.unary relu %x : tensor<1x0x3xf32> -> tensor<1x0x3xf32>
+  return %0 : tensor<1x0x3xf32>
+}

@@ -406,3 +406,11 @@ def test_max_pool_indices_with_nan_match_eager():
 
 
 # --- 6: uint8: test_uint8.py (uint8 is a real unsigned type, compared with eager) ------------
+
+
+# --- empty tensors (found by bench/opinfo_sweep.py: SIGFPE in the tiled lowering) -------------
+
+
+def test_empty_tensors_are_a_clear_compile_error():
+    with pytest.raises(neuronsim.NeuronCompileError, match=r"shape \[1,0,3\] has no elements"):
+        torch.compile(lambda x: x * 2, backend="neuron", dynamic=False)(torch.ones(1, 0, 3))

@@ -134,31 +134,36 @@ void addFamily(RewritePatternSet &patterns, const TypeConverter &converter,
    ...);
 }
 
-/// Tiles need sizes: a tensor with a dynamic dim (tensor<?x200xf32>) is an error naming
-/// the op and the type, not a program that silently does nothing.
-LogicalResult rejectDynamicShapes(ModuleOp module) {
-  auto dynamic = [](Type t) {
+/// Tiles need sizes: a tensor with a dynamic dim (tensor<?x200xf32>) or with no elements
+/// (tensor<0x3xf32>) is an error naming the op and the type, not a program that silently
+/// does nothing or a division by a zero tile size.
+LogicalResult rejectUntileableShapes(ModuleOp module) {
+  auto problem = [](Type t) -> const char * {
     auto shaped = dyn_cast<ShapedType>(t);
-    return shaped && (!shaped.hasRank() || !shaped.hasStaticShape());
+    if (!shaped)
+      return nullptr;
+    if (!shaped.hasRank() || !shaped.hasStaticShape())
+      return "a dynamic shape; the neuron lowering needs static shapes";
+    if (shaped.getNumElements() == 0)
+      return "no elements; the neuron lowering does not compile empty tensors";
+    return nullptr;
   };
   for (auto func : module.getOps<func::FuncOp>()) {
     for (auto [i, t] : llvm::enumerate(func.getArgumentTypes()))
-      if (dynamic(t))
+      if (const char *why = problem(t))
         return func.emitError("argument ")
-               << i << " of @" << func.getSymName() << " has type " << t
-               << " with a dynamic shape; the neuron lowering needs static shapes";
+               << i << " of @" << func.getSymName() << " has type " << t << " with " << why;
     for (auto [i, t] : llvm::enumerate(func.getResultTypes()))
-      if (dynamic(t))
+      if (const char *why = problem(t))
         return func.emitError("result ")
-               << i << " of @" << func.getSymName() << " has type " << t
-               << " with a dynamic shape; the neuron lowering needs static shapes";
+               << i << " of @" << func.getSymName() << " has type " << t << " with " << why;
     WalkResult result = func.walk([&](Operation *op) {
       SmallVector<Type> types(op->getOperandTypes());
       llvm::append_range(types, op->getResultTypes());
       for (Type t : types)
-        if (dynamic(t)) {
-          op->emitError("'") << op->getName() << "' has a value of type " << t
-                             << " with a dynamic shape; the neuron lowering needs static shapes";
+        if (const char *why = problem(t)) {
+          op->emitError("'") << op->getName() << "' has a value of type " << t << " with "
+                             << why;
           return WalkResult::interrupt();
         }
       return WalkResult::advance();
@@ -189,7 +194,7 @@ struct ConvertNTorchToNTilePass
     legal.addDynamicallyLegalOp<func::ReturnOp>(
         [](func::ReturnOp r) { return r.getNumOperands() == 0; });
 
-    if (failed(rejectDynamicShapes(getOperation())))
+    if (failed(rejectUntileableShapes(getOperation())))
       return signalPassFailure();
     for (auto func : llvm::to_vector(getOperation().getOps<func::FuncOp>())) {
       if (func.getBody().empty() ||

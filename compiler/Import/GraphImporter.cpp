@@ -93,11 +93,6 @@ static RankedTensorType checkedTensorType(MLIRContext &ctx, const json &desc,
   if (overflow)
     throw ImportError(what + ": shape " + runtime::jsonBrief(dims) +
                       " has more elements than a 64-bit count holds");
-  // Zero-size tensors: the tiled lowering has nothing to tile (and no rule for what an
-  // empty reduction yields), so they are refused here rather than miscompiled.
-  if (elements == 0)
-    throw ImportError(what + ": shape " + runtime::jsonBrief(dims) +
-                      " has no elements; the neuron backend does not compile empty tensors");
   if (bytes > limits.maxTensorBytes) {
     char gib[32];
     std::snprintf(gib, sizeof gib, "%.1f GiB", bytes / double(int64_t(1) << 30));

@@ -134,9 +134,8 @@ void addFamily(RewritePatternSet &patterns, const TypeConverter &converter,
    ...);
 }
 
-/// Tiles need sizes: a tensor with a dynamic dim (tensor<?x200xf32>) or with no elements
-/// (tensor<0x3xf32>) is an error naming the op and the type, not a program that silently
-/// does nothing or a division by a zero tile size.
+/// Tiles need sizes: a tensor with a dynamic dim (tensor<?x200xf32>) is an error naming
+/// the op and the type, not a program that silently does nothing.
 LogicalResult rejectUntileableShapes(ModuleOp module) {
   auto problem = [](Type t) -> const char * {
     auto shaped = dyn_cast<ShapedType>(t);
@@ -144,8 +143,6 @@ LogicalResult rejectUntileableShapes(ModuleOp module) {
       return nullptr;
     if (!shaped.hasRank() || !shaped.hasStaticShape())
       return "a dynamic shape; the neuron lowering needs static shapes";
-    if (shaped.getNumElements() == 0)
-      return "no elements; the neuron lowering does not compile empty tensors";
     return nullptr;
   };
   for (auto func : module.getOps<func::FuncOp>()) {
@@ -166,6 +163,20 @@ LogicalResult rejectUntileableShapes(ModuleOp module) {
                              << why;
           return WalkResult::interrupt();
         }
+      // Empty tensors lower to nothing. An op that makes a non-empty result from an empty
+      // operand (a sum over an empty dim is 0 in eager, an amax an error) would leave its
+      // result unwritten; only a concat, which copies each operand, is exact.
+      auto empty = [](Type t) {
+        auto shaped = dyn_cast<ShapedType>(t);
+        return shaped && shaped.getNumElements() == 0;
+      };
+      if (!isa<ntorch::ConcatOp>(op) && llvm::any_of(op->getOperandTypes(), empty) &&
+          !llvm::all_of(op->getResultTypes(), empty)) {
+        op->emitError("'") << op->getName()
+                           << "' computes a non-empty result from an empty tensor, which "
+                              "the neuron lowering does not support";
+        return WalkResult::interrupt();
+      }
       return WalkResult::advance();
     });
     if (result.wasInterrupted())

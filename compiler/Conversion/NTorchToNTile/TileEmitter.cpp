@@ -146,6 +146,9 @@ void TileEmitter::accumulateOver(
 
 void TileEmitter::tiled(Location loc, int64_t extent, int64_t tile,
                         function_ref<void(const Offset &, int64_t)> fn) {
+  if (extent <= 0)
+    return; // an empty tensor: nothing to move or compute
+  assert(tile > 0 && "a tile of a non-empty extent has elements");
   int64_t full = extent / tile;
   if (full > 0)
     loop(loc, full, [&](const Offset &iv) { fn(iv, tile); });

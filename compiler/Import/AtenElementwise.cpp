@@ -1,7 +1,11 @@
-// Importers of elementwise ATen ops: arithmetic, comparisons, activations, where, clamp.
+// Importers of elementwise ATen ops: arithmetic, comparisons, activations, where, clamp,
+// rounding (trunc, floor, ceil, round), sign, integer division and remainders.
 #include "compiler/Import/AtenImporters.h"
+#include "runtime/program/JsonBrief.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using neuron::ntorch::BinaryFn;
@@ -165,5 +169,204 @@ Values expm1(NodeContext &ctx) {
 Values logicalNot(NodeContext &ctx) {
   return {ctx.binaryScalar(BinaryFn::eq, ctx.tensor(0), 0.0)};
 }
+
+// --- Rounding, sign and integer division ----------------------------------------------------
+
+static bool isFloat(Value v) { return isa<FloatType>(elementTypeOf(v)); }
+
+static Value selectOf(NodeContext &ctx, Value cond, Value a, Value b) {
+  auto at = cast<RankedTensorType>(a.getType());
+  auto ct = cast<RankedTensorType>(cond.getType()), bt = cast<RankedTensorType>(b.getType());
+  // The broadcast shape of the three operands.
+  int64_t rank = std::max({at.getRank(), ct.getRank(), bt.getRank()});
+  SmallVector<int64_t> shape(rank, 1);
+  for (RankedTensorType t : {at, ct, bt})
+    for (int64_t i = 0; i < t.getRank(); ++i) {
+      int64_t &s = shape[rank - t.getRank() + i];
+      s = s == 1 ? t.getDimSize(i) : s;
+    }
+  return ctx.b.create<nt::SelectOp>(ctx.loc, RankedTensorType::get(shape, at.getElementType()),
+                                    cond, a, b);
+}
+
+/// trunc of a float tensor: values below 2^23 in magnitude go through an int32 cast (which
+/// truncates toward zero); larger ones, inf and NaN are already integral and stay. A zero
+/// result takes x's sign (x * 0), as trunc(-0.3) is -0.0 in eager.
+static Value truncFloat(NodeContext &ctx, Value x) {
+  Type et = elementTypeOf(x);
+  Value back = ctx.castTo(ctx.castTo(x, ctx.b.getI32Type()), et);
+  Value zero = ctx.binaryScalar(BinaryFn::eq, back, 0.0);
+  back = selectOf(ctx, zero, ctx.castTo(ctx.binaryScalar(BinaryFn::mul, x, 0.0), et), back);
+  Value small = ctx.binaryScalar(BinaryFn::lt, ctx.unary(UnaryFn::abs, x), 8388608.0);
+  return selectOf(ctx, small, back, x);
+}
+
+/// floor and ceil from trunc: one step down (up) where trunc moved x up (down). Selects,
+/// not adds, so that a -0.0 from trunc stays -0.0.
+static Value floorOrCeil(NodeContext &ctx, Value x, bool floor) {
+  if (!isFloat(x))
+    return x;
+  Value t = truncFloat(ctx, x);
+  Value moved = ctx.binary(floor ? BinaryFn::gt : BinaryFn::lt, t, x);
+  Value step = ctx.castTo(ctx.binaryScalar(BinaryFn::add, t, floor ? -1.0 : 1.0), elementTypeOf(x));
+  return selectOf(ctx, moved, step, t);
+}
+
+Values truncOp(NodeContext &ctx) {
+  Value x = ctx.tensor(0);
+  return {isFloat(x) ? truncFloat(ctx, x) : x};
+}
+Values floorOp(NodeContext &ctx) { return {floorOrCeil(ctx, ctx.tensor(0), true)}; }
+Values ceilOp(NodeContext &ctx) { return {floorOrCeil(ctx, ctx.tensor(0), false)}; }
+
+/// round(x), halves to even: trunc, then one step away from zero where the dropped
+/// fraction is above one half, or exactly one half and trunc is odd. x - trunc(x) is exact;
+/// NaN and inf fail every comparison and stay.
+Values roundOp(NodeContext &ctx) {
+  Value x = ctx.tensor(0);
+  if (!isFloat(x))
+    return {x};
+  Type et = elementTypeOf(x);
+  Value t = truncFloat(ctx, x);
+  Value fraction = ctx.unary(UnaryFn::abs, ctx.binary(BinaryFn::sub, x, t));
+  Value half = ctx.castTo(ctx.binaryScalar(BinaryFn::mul, t, 0.5), et);
+  Value twiceHalf = ctx.binaryScalar(BinaryFn::mul, truncFloat(ctx, half), 2.0);
+  Value odd = ctx.binaryScalar(BinaryFn::ne, ctx.binary(BinaryFn::sub, t, twiceHalf), 0.0);
+  Value tie = ctx.binary(BinaryFn::And, ctx.binaryScalar(BinaryFn::eq, fraction, 0.5), odd);
+  Value up = ctx.binary(BinaryFn::Or, ctx.binaryScalar(BinaryFn::gt, fraction, 0.5), tie);
+  Value step = selectOf(ctx, ctx.binaryScalar(BinaryFn::lt, x, 0.0), ctx.scalar(et, -1.0),
+                        ctx.scalar(et, 1.0));
+  return {selectOf(ctx, up, ctx.binary(BinaryFn::add, t, step), t)};
+}
+
+/// sign(x): 1, -1, or 0 (also for NaN and -0.0, as eager).
+Values signOp(NodeContext &ctx) {
+  Value x = ctx.tensor(0);
+  Type et = elementTypeOf(x);
+  if (et.isInteger(1))
+    return {x};
+  Value negative = selectOf(ctx, ctx.binaryScalar(BinaryFn::lt, x, 0.0), ctx.scalar(et, -1.0),
+                            ctx.scalar(et, 0.0));
+  return {selectOf(ctx, ctx.binaryScalar(BinaryFn::gt, x, 0.0), ctx.scalar(et, 1.0), negative)};
+}
+
+/// exp2(x) = pow(2, x), computed in fp32 and rounded once.
+Values exp2Op(NodeContext &ctx) {
+  Type f32 = ctx.b.getF32Type();
+  Value x = ctx.castTo(ctx.tensor(0), f32);
+  Value y = ctx.binary(BinaryFn::pow, ctx.scalar(f32, 2.0), x);
+  return {ctx.castTo(y, ctx.resultType().getElementType())};
+}
+
+/// isnan(x) = x != x; integers are never NaN.
+Values isNan(NodeContext &ctx) {
+  Value x = ctx.tensor(0);
+  if (!isFloat(x))
+    return {ctx.splat(ctx.resultType(), 0.0)};
+  return {ctx.binary(BinaryFn::ne, x, x)};
+}
+
+/// isinf(x) = |x| == inf; integers are never infinite.
+Values isInf(NodeContext &ctx) {
+  Value x = ctx.tensor(0);
+  if (!isFloat(x))
+    return {ctx.splat(ctx.resultType(), 0.0)};
+  return {ctx.binaryScalar(BinaryFn::eq, ctx.unary(UnaryFn::abs, x),
+                           std::numeric_limits<double>::infinity())};
+}
+
+/// copysign(a, b) = |a| with b's sign bit. b < 0 misses -0.0, whose reciprocal is -inf;
+/// the sign bit of a NaN b is not visible to comparisons (read as positive).
+Values copySign(NodeContext &ctx) {
+  Type et = ctx.resultType().getElementType();
+  Value a = ctx.castTo(ctx.tensorOrScalar(0, et), et);
+  Value b = ctx.castTo(ctx.tensorOrScalar(1, et), et);
+  Value negativeZero = ctx.binaryScalar(BinaryFn::lt, ctx.unary(UnaryFn::reciprocal, b), 0.0);
+  Value negative = ctx.binary(BinaryFn::Or, ctx.binaryScalar(BinaryFn::lt, b, 0.0), negativeZero);
+  Value magnitude = ctx.unary(UnaryFn::abs, a);
+  Value y = selectOf(ctx, negative, ctx.unary(UnaryFn::neg, magnitude), magnitude);
+  if (cast<RankedTensorType>(y.getType()) != ctx.resultType())
+    y = ctx.b.create<nt::BroadcastOp>(ctx.loc, ctx.resultType(), y);
+  return {y};
+}
+
+/// Integer a / b rounded toward zero (the engines' integer division) and the remainder
+/// a - q * b, which has a's sign (C's fmod).
+static std::pair<Value, Value> intDivMod(NodeContext &ctx, Value a, Value b) {
+  Value q = ctx.binary(BinaryFn::div, a, b);
+  Value r = ctx.binary(BinaryFn::sub, a, ctx.binary(BinaryFn::mul, q, b));
+  return {q, r};
+}
+
+/// Where a truncated quotient must go one down for floor rounding: a remainder that is
+/// not zero and whose sign differs from the divisor's.
+static Value floorFix(NodeContext &ctx, Value r, Value b) {
+  Value differ = ctx.binary(BinaryFn::ne, ctx.binaryScalar(BinaryFn::lt, r, 0.0),
+                            ctx.binaryScalar(BinaryFn::lt, b, 0.0));
+  return ctx.binary(BinaryFn::And, ctx.binaryScalar(BinaryFn::ne, r, 0.0), differ);
+}
+
+/// Operands of an integer or float division, converted to the result's element type.
+static std::pair<Value, Value> divOperands(NodeContext &ctx) {
+  Type et = ctx.resultType().getElementType();
+  return {ctx.castTo(ctx.tensorOrScalar(0, et), et), ctx.castTo(ctx.tensorOrScalar(1, et), et)};
+}
+
+static Value fitResult(NodeContext &ctx, Value y) {
+  y = ctx.castTo(y, ctx.resultType().getElementType());
+  if (cast<RankedTensorType>(y.getType()) != ctx.resultType())
+    y = ctx.b.create<nt::BroadcastOp>(ctx.loc, ctx.resultType(), y);
+  return y;
+}
+
+static ImportError floatModError(const std::string &what) {
+  return ImportError(what + " of floating-point tensors is not supported (it needs an exact fmod, "
+                            "which the engines lack); integer tensors are");
+}
+
+/// div.Tensor_mode(a, b, rounding_mode): None, 'trunc' or 'floor'; b may be a number.
+Values divMode(NodeContext &ctx) {
+  const nlohmann::json *modeArg = ctx.arg(2, "rounding_mode");
+  std::string mode = modeArg && modeArg->is_string() ? modeArg->get<std::string>() : "";
+  if (modeArg && !modeArg->is_null() && mode != "trunc" && mode != "floor")
+    throw ImportError("unknown rounding_mode " + runtime::jsonBrief(*modeArg) +
+                      " (None, 'trunc' or 'floor')");
+  Type et = ctx.resultType().getElementType();
+  if (isa<FloatType>(et)) {
+    if (mode == "floor")
+      throw floatModError("floor division");
+    // In fp32. For bf16/fp16, eager rounds the quotient of two tensors to the result type
+    // before truncating it, but truncates the quotient by a Python scalar (kept fp32) in
+    // fp32 and rounds after.
+    Type f32 = ctx.b.getF32Type();
+    Value a = ctx.castTo(ctx.tensorOrScalar(0, et), f32);
+    Value b = ctx.castTo(ctx.tensorOrScalar(1, et), f32);
+    Value q = ctx.binary(BinaryFn::div, a, b);
+    if (ctx.isTensorArg(1))
+      q = ctx.castTo(q, et);
+    return {fitResult(ctx, mode == "trunc" ? truncFloat(ctx, q) : q)};
+  }
+  auto [a, b] = divOperands(ctx);
+  if (mode.empty())
+    throw ImportError("true division with an integer result type");
+  auto [q, r] = intDivMod(ctx, a, b);
+  if (mode == "floor")
+    q = selectOf(ctx, floorFix(ctx, r, b), ctx.binaryScalar(BinaryFn::sub, q, 1.0), q);
+  return {fitResult(ctx, q)};
+}
+
+/// remainder (the divisor's sign) and fmod (the dividend's sign) of integer tensors.
+template <bool Floor> static Values intRemainder(NodeContext &ctx, const char *what) {
+  auto [a, b] = divOperands(ctx);
+  if (isFloat(a))
+    throw floatModError(what);
+  auto [q, r] = intDivMod(ctx, a, b);
+  (void)q;
+  if (Floor)
+    r = selectOf(ctx, floorFix(ctx, r, b), ctx.binary(BinaryFn::add, r, b), r);
+  return {fitResult(ctx, r)};
+}
+Values remainderOp(NodeContext &ctx) { return intRemainder<true>(ctx, "remainder"); }
+Values fmodOp(NodeContext &ctx) { return intRemainder<false>(ctx, "fmod"); }
 
 } // namespace neuron::compiler::aten

@@ -28,6 +28,18 @@ Values rsub(NodeContext &ctx);
 Values powScalar(NodeContext &ctx);
 Values fma(NodeContext &ctx);
 Values copy(NodeContext &ctx);
+Values truncOp(NodeContext &ctx);
+Values floorOp(NodeContext &ctx);
+Values ceilOp(NodeContext &ctx);
+Values signOp(NodeContext &ctx);
+Values roundOp(NodeContext &ctx);
+Values exp2Op(NodeContext &ctx);
+Values isNan(NodeContext &ctx);
+Values isInf(NodeContext &ctx);
+Values copySign(NodeContext &ctx);
+Values divMode(NodeContext &ctx);
+Values remainderOp(NodeContext &ctx);
+Values fmodOp(NodeContext &ctx);
 
 // AtenLinalg.cpp
 Values mm(NodeContext &ctx);
@@ -51,6 +63,9 @@ Values layerNorm(NodeContext &ctx);
 Values batchNormInference(NodeContext &ctx);
 Values avgPool2d(NodeContext &ctx);
 Values adaptiveAvgPool2d(NodeContext &ctx);
+Values groupNorm(NodeContext &ctx);
+Values prod(NodeContext &ctx);
+Values vectorNorm(NodeContext &ctx);
 
 // AtenBackward.cpp (max pooling forward too: its indices and backward share the windows)
 /// Window parameters of a 2-D pooling op, checked against the NCHW input: kernel,
@@ -91,5 +106,11 @@ Values arange(NodeContext &ctx);
 Values full(NodeContext &ctx);
 Values fullLike(NodeContext &ctx);
 Values scalarTensor(NodeContext &ctx);
+Values fillScalar(NodeContext &ctx);
+Values empty(NodeContext &ctx);
+Values flip(NodeContext &ctx);
+Values repeat(NodeContext &ctx);
+Values diagonal(NodeContext &ctx);
+Values indexTensor(NodeContext &ctx);
 
 } // namespace neuron::compiler::aten

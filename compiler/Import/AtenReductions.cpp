@@ -1,6 +1,9 @@
-// Importers of ATen reductions and normalizations: sum, mean, var, softmax, layer and
-// batch norm, pooling. Softmax and the norms expand into reduce / elementwise ntorch ops.
+// Importers of ATen reductions and normalizations: sum, mean, var, prod, vector norms,
+// softmax, layer, group and batch norm, pooling. Softmax and the norms expand into reduce /
+// elementwise ntorch ops.
 #include "compiler/Import/AtenImporters.h"
+
+#include <cmath>
 
 using namespace mlir;
 using neuron::ntorch::BinaryFn;
@@ -27,6 +30,8 @@ static SmallVector<int64_t> reduceDims(NodeContext &ctx, Value x, size_t i, cons
 
 static int64_t numReduced(Value x, ArrayRef<int64_t> dims) {
   int64_t n = 1;
+  if (typeOf(x).getRank() == 0)
+    return n; // dim 0 of a 0-d tensor is the tensor itself
   for (int64_t d : dims)
     n *= typeOf(x).getDimSize(d);
   return n;
@@ -241,6 +246,125 @@ Values adaptiveAvgPool2d(NodeContext &ctx) {
   Value y = ctx.b.create<nt::Pool2dOp>(ctx.loc, yType, nt::PoolFn::avg, x, kernel, kernel,
                                        SmallVector<int64_t>{0, 0}, false);
   return {ctx.reshape(y, ctx.resultType().getShape())};
+}
+
+/// native_group_norm(x, w, b, N, C, HxW, groups, eps) -> (y, mean, rstd): statistics over
+/// each group of C / groups channels and all their positions, as x viewed as [N, groups, -].
+Values groupNorm(NodeContext &ctx) {
+  Value x = toF32(ctx, ctx.tensor(0));
+  ctx.requireRankAtLeast(x, 2, "group norm's input (N, C, ...)");
+  auto t = typeOf(x);
+  int64_t n = t.getDimSize(0), c = t.getDimSize(1);
+  int64_t hw = t.getNumElements() / std::max<int64_t>(n * c, 1);
+  int64_t groups = ctx.integer(6, "group", 1);
+  if (ctx.integer(3, "N", n) != n || ctx.integer(4, "C", c) != c || ctx.integer(5, "HxW", hw) != hw)
+    throw ImportError("group norm's N, C, HxW arguments do not match its input");
+  if (groups <= 0 || c % groups)
+    throw ImportError("group norm's " + std::to_string(c) + " channels do not split into " +
+                      std::to_string(groups) + " groups");
+  int64_t perGroup = c / groups * hw;
+  double eps = ctx.number(7, "eps", 1e-5);
+  Value xg = ctx.reshape(x, {n, groups, perGroup});
+  double scale = 1.0 / std::max<int64_t>(perGroup, 1);
+  Value mu = ctx.binaryScalar(BinaryFn::mul, ctx.reduce(ReduceFn::sum, xg, {2}, true), scale);
+  Value xc = ctx.binary(BinaryFn::sub, xg, mu);
+  Value squares = ctx.reduce(ReduceFn::sum, ctx.binary(BinaryFn::mul, xc, xc), {2}, true);
+  Value var = ctx.binaryScalar(BinaryFn::mul, squares, scale);
+  Value rstd = ctx.unary(UnaryFn::rsqrt, ctx.binaryScalar(BinaryFn::add, var, eps));
+  Value y = ctx.reshape(ctx.binary(BinaryFn::mul, xc, rstd), {n, c, hw});
+  auto perChannel = [&](size_t i) { return toF32(ctx, ctx.reshape(ctx.tensor(i), {c, 1})); };
+  if (ctx.isTensorArg(1))
+    y = ctx.binary(BinaryFn::mul, y, perChannel(1));
+  if (ctx.isTensorArg(2))
+    y = ctx.binary(BinaryFn::add, y, perChannel(2));
+  Type mt = ctx.resultType(1).getElementType();
+  return {ctx.castTo(ctx.reshape(y, t.getShape()), ctx.resultType(0).getElementType()),
+          ctx.castTo(ctx.reshape(mu, ctx.resultType(1).getShape()), mt),
+          ctx.castTo(ctx.reshape(rstd, ctx.resultType(2).getShape()), mt)};
+}
+
+/// Elements [start, start + size) of `dim`.
+static Value sliceAlong(NodeContext &ctx, Value x, int64_t dim, int64_t start, int64_t size) {
+  auto t = typeOf(x);
+  SmallVector<int64_t> offsets(t.getRank(), 0), strides(t.getRank(), 1), shape(t.getShape());
+  offsets[dim] = start;
+  shape[dim] = size;
+  return ctx.b.create<nt::SliceOp>(ctx.loc, RankedTensorType::get(shape, t.getElementType()), x,
+                                   offsets, strides);
+}
+
+/// The product along `dim` (kept as size 1) as a tree of elementwise products: the first
+/// half times the second, the odd last element carried, until one element is left.
+static Value productAlong(NodeContext &ctx, Value x, int64_t dim) {
+  int64_t n = typeOf(x).getDimSize(dim);
+  if (n == 0) {
+    SmallVector<int64_t> shape(typeOf(x).getShape());
+    shape[dim] = 1;
+    return ctx.splat(RankedTensorType::get(shape, typeOf(x).getElementType()), 1.0);
+  }
+  while (n > 1) {
+    int64_t half = n / 2;
+    Value m = ctx.binary(BinaryFn::mul, sliceAlong(ctx, x, dim, 0, half),
+                         sliceAlong(ctx, x, dim, half, half));
+    if (n % 2) {
+      Value last = sliceAlong(ctx, x, dim, 2 * half, 1);
+      SmallVector<int64_t> shape(typeOf(m).getShape());
+      shape[dim] += 1;
+      auto joined = RankedTensorType::get(shape, typeOf(m).getElementType());
+      m = ctx.b.create<nt::ConcatOp>(ctx.loc, joined, ValueRange{m, last}, dim);
+    }
+    x = m;
+    n = half + n % 2;
+  }
+  return x;
+}
+
+/// prod.dim_int(x, dim, keepdim, dtype) and prod.default(x, dtype): integers exactly
+/// (wrapping as eager), floats in fp32 in a tree order.
+Values prod(NodeContext &ctx) {
+  Type et = ctx.resultType().getElementType();
+  Value x = ctx.castTo(ctx.tensor(0), et);
+  x = toF32(ctx, x);
+  auto t = typeOf(x);
+  Value y;
+  if (ctx.hasArg(1, "dim") && ctx.arg(1, "dim")->is_number_integer()) { // prod.dim_int
+    int64_t dim = ctx.dim(ctx.integer(1, "dim", 0), t.getRank());
+    y = t.getRank() == 0 ? x : productAlong(ctx, x, dim);
+  } else {
+    y = productAlong(ctx, ctx.reshape(x, {t.getNumElements()}), 0);
+  }
+  return {ctx.castTo(ctx.reshape(y, ctx.resultType().getShape()), et)};
+}
+
+/// linalg_vector_norm(x, ord, dim, keepdim, dtype) in fp32: ord 2 sqrt(sum x^2), 1 sum |x|,
+/// inf max |x|, -inf min |x|, 0 count of non-zeros, other p (sum |x|^p)^(1/p).
+Values vectorNorm(NodeContext &ctx) {
+  Type et = ctx.resultType().getElementType();
+  if (!isa<FloatType>(et))
+    throw ImportError("linalg_vector_norm needs a floating-point result type");
+  Value x = toF32(ctx, ctx.castTo(ctx.tensor(0), et));
+  double ord = ctx.number(1, "ord", 2.0);
+  SmallVector<int64_t> dims = reduceDims(ctx, x, 2, "dim");
+  bool keepdim = ctx.integer(3, "keepdim", 0);
+  if (std::isnan(ord))
+    throw ImportError("linalg_vector_norm with ord NaN");
+  auto abs = [&] { return ctx.unary(UnaryFn::abs, x); };
+  Value y;
+  if (ord == 2.0) {
+    Value squares = ctx.reduce(ReduceFn::sum, ctx.binary(BinaryFn::mul, x, x), dims, keepdim);
+    y = ctx.unary(UnaryFn::sqrt, squares);
+  } else if (ord == 1.0) {
+    y = ctx.reduce(ReduceFn::sum, abs(), dims, keepdim);
+  } else if (std::isinf(ord)) {
+    y = ctx.reduce(ord > 0 ? ReduceFn::max : ReduceFn::min, abs(), dims, keepdim);
+  } else if (ord == 0.0) {
+    Value nonzero = ctx.castTo(ctx.binaryScalar(BinaryFn::ne, x, 0.0), typeOf(x).getElementType());
+    y = ctx.reduce(ReduceFn::sum, nonzero, dims, keepdim);
+  } else {
+    Value s = ctx.reduce(ReduceFn::sum, ctx.binaryScalar(BinaryFn::pow, abs(), ord), dims, keepdim);
+    y = ctx.binaryScalar(BinaryFn::pow, s, 1.0 / ord);
+  }
+  return {ctx.castTo(ctx.reshape(y, ctx.resultType().getShape()), et)};
 }
 
 } // namespace neuron::compiler::aten

@@ -366,5 +366,165 @@ Values arange(NodeContext &ctx) {
 Values full(NodeContext &ctx) { return {ctx.splat(ctx.resultType(), ctx.number(1, "fill_value", 0))}; }
 Values fullLike(NodeContext &ctx) { return full(ctx); }
 Values scalarTensor(NodeContext &ctx) { return {ctx.splat(ctx.resultType(), ctx.number(0, "s", 0))}; }
+Values fillScalar(NodeContext &ctx) {
+  return {ctx.splat(ctx.resultType(), ctx.number(1, "value", 0))};
+}
+/// empty's contents are undefined: zeros are as good as any, and cost one constant.
+Values empty(NodeContext &ctx) { return {ctx.splat(ctx.resultType(), 0.0)}; }
+
+/// The product of `sizes`.
+static int64_t product(ArrayRef<int64_t> sizes) {
+  int64_t n = 1;
+  for (int64_t s : sizes)
+    n *= s;
+  return n;
+}
+
+/// flip(x, dims): the flipped dims moved to the front and flattened are reversed as a
+/// whole (reversing each of them reverses their flattened index), by a gather of
+/// constant row indices.
+Values flip(NodeContext &ctx) {
+  Value x = ctx.tensor(0);
+  auto t = typeOf(x);
+  int64_t rank = t.getRank();
+  SmallVector<int64_t> perm;
+  SmallVector<bool> seen(std::max<int64_t>(rank, 1), false);
+  for (int64_t d : ctx.intList(1, "dims")) {
+    int64_t n = ctx.dim(d, rank);
+    if (seen[n])
+      throw ImportError("flip's dims list dim " + std::to_string(d) + " twice");
+    seen[n] = true;
+    if (rank > 0 && t.getDimSize(n) > 1)
+      perm.push_back(n);
+  }
+  if (perm.empty() || t.getNumElements() == 0)
+    return {x};
+  int64_t flipped = perm.size();
+  for (int64_t d = 0; d < rank; ++d)
+    if (!llvm::is_contained(ArrayRef<int64_t>(perm).take_front(flipped), d))
+      perm.push_back(d);
+  Value moved = ctx.permute(x, perm);
+  auto mt = typeOf(moved);
+  int64_t n = product(mt.getShape().take_front(flipped));
+  ctx.requireExpandable(n, "flip's row positions");
+  auto indexType = RankedTensorType::get({n}, ctx.b.getI64Type());
+  SmallVector<APInt> reversed;
+  for (int64_t i = 0; i < n; ++i)
+    reversed.push_back(APInt(64, n - 1 - i, true));
+  Value index = ctx.b.create<nt::ConstantOp>(
+      ctx.loc, indexType, cast<ElementsAttr>(DenseElementsAttr::get(indexType, reversed)));
+  int64_t rest = mt.getNumElements() / n;
+  Value rows = ctx.b.create<nt::GatherRowsOp>(
+      ctx.loc, RankedTensorType::get({n, rest}, t.getElementType()), ctx.reshape(moved, {n, rest}),
+      index);
+  return {ctx.permute(ctx.reshape(rows, mt.getShape()), inversePerm(perm))};
+}
+
+/// repeat(x, repeats): x viewed as [1, s0, 1, s1, ...] (leading 1s for extra repeats),
+/// broadcast to [r0, s0, r1, s1, ...] and flattened pairwise: DMA only.
+Values repeat(NodeContext &ctx) {
+  Value x = ctx.tensor(0);
+  auto t = typeOf(x);
+  SmallVector<int64_t> repeats = ctx.intList(1, "repeats");
+  if ((int64_t)repeats.size() < t.getRank())
+    throw ImportError("repeat has " + std::to_string(repeats.size()) +
+                      " repeats for a tensor of rank " + std::to_string(t.getRank()) +
+                      "; it needs at least one per dim");
+  SmallVector<int64_t> sizes(repeats.size() - t.getRank(), 1);
+  llvm::append_range(sizes, t.getShape());
+  SmallVector<int64_t> pairs, spread, result;
+  for (auto [r, s] : llvm::zip(repeats, sizes)) {
+    if (r < 0)
+      throw ImportError("repeat count " + std::to_string(r) + " is negative");
+    pairs.append({1, s});
+    spread.append({r, s});
+    result.push_back(r * s);
+  }
+  if (product(result) == 0)
+    return {ctx.splat(ctx.resultType(), 0.0)};
+  Value spreadValue = ctx.reshape(x, pairs);
+  if (pairs != spread)
+    spreadValue = ctx.b.create<nt::BroadcastOp>(
+        ctx.loc, RankedTensorType::get(spread, t.getElementType()), spreadValue);
+  return {ctx.reshape(spreadValue, result)};
+}
+
+/// diagonal(x, offset, dim1, dim2): dim1 and dim2 moved last and flattened; the diagonal
+/// is a window with stride (size of dim2) + 1 from the offset's first element.
+Values diagonal(NodeContext &ctx) {
+  Value x = ctx.tensor(0);
+  ctx.requireRankAtLeast(x, 2, "diagonal's input");
+  auto t = typeOf(x);
+  int64_t rank = t.getRank(), offset = ctx.integer(1, "offset", 0);
+  int64_t d1 = ctx.dim(ctx.integer(2, "dim1", 0), rank);
+  int64_t d2 = ctx.dim(ctx.integer(3, "dim2", 1), rank);
+  if (d1 == d2)
+    throw ImportError("diagonal's dim1 and dim2 are both " + std::to_string(d1));
+  int64_t rows = t.getDimSize(d1), cols = t.getDimSize(d2);
+  int64_t length = std::max<int64_t>(
+      0, std::min(rows + std::min<int64_t>(offset, 0), cols - std::max<int64_t>(offset, 0)));
+  if (length == 0 || t.getNumElements() == 0)
+    return {ctx.splat(ctx.resultType(), 0.0)};
+  SmallVector<int64_t> perm;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != d1 && d != d2)
+      perm.push_back(d);
+  perm.append({d1, d2});
+  Value moved = ctx.permute(x, perm);
+  SmallVector<int64_t> flat(typeOf(moved).getShape().drop_back(2));
+  flat.push_back(rows * cols);
+  int64_t start = offset >= 0 ? offset : -offset * cols;
+  return {window(ctx, ctx.reshape(moved, flat), rank - 2, start, cols + 1, length)};
+}
+
+/// index.Tensor(x, [i0, i1, ...]): x[i0, i1, ...] with integer index tensors on the leading
+/// dims, broadcast together: a gather of rows of x viewed as [n0 * n1 * ..., rest] at the
+/// linear index. Negative indices wrap; with several indices each is bounds-checked on its
+/// own (boundsCheckedZeros), since a linear index in range can hide one that is not.
+Values indexTensor(NodeContext &ctx) {
+  Value x = ctx.tensor(0);
+  const nlohmann::json *list = ctx.arg(1, "indices");
+  if (!list || !list->is_array() || list->empty())
+    throw ImportError("index.Tensor needs a non-empty list of index tensors");
+  for (const nlohmann::json &e : *list)
+    if (e.is_null())
+      throw ImportError("index.Tensor with a skipped dim (None in the index list, as x[:, i] "
+                        "and nearest upsampling produce) is not supported yet");
+  SmallVector<Value> indices = ctx.tensorList(1, "indices");
+  auto t = typeOf(x);
+  int64_t k = indices.size();
+  if (k > t.getRank())
+    throw ImportError("index.Tensor with " + std::to_string(k) + " indices for a tensor of rank " +
+                      std::to_string(t.getRank()));
+  Type i64 = ctx.b.getI64Type();
+  Value linear;
+  for (auto [j, index] : llvm::enumerate(indices)) {
+    Type et = typeOf(index).getElementType();
+    if (et.isInteger(1))
+      throw ImportError("index.Tensor with a boolean mask is not supported (its result shape "
+                        "depends on the data)");
+    if (!isa<IntegerType>(et))
+      throw ImportError("index.Tensor's index " + std::to_string(j) + " must be an integer tensor");
+    int64_t n = t.getDimSize(j);
+    Value v = ctx.castTo(index, i64);
+    Value wrapped = ctx.binaryScalar(ntorch::BinaryFn::add, v, (double)n);
+    Value negative = ctx.binaryScalar(ntorch::BinaryFn::lt, v, 0.0);
+    v = ctx.b.create<nt::SelectOp>(ctx.loc, typeOf(v), negative, wrapped, v);
+    if (k > 1)
+      v = ctx.binary(ntorch::BinaryFn::add, v,
+                     ctx.reshape(boundsCheckedZeros(ctx, v, n, i64), typeOf(v).getShape()));
+    linear = linear ? ctx.binary(ntorch::BinaryFn::add,
+                                 ctx.binaryScalar(ntorch::BinaryFn::mul, linear, (double)n), v)
+                    : v;
+  }
+  int64_t rows = product(t.getShape().take_front(k));
+  int64_t rest = rows ? t.getNumElements() / rows : 0;
+  SmallVector<int64_t> gathered(typeOf(linear).getShape());
+  gathered.push_back(rest);
+  Value y = ctx.b.create<nt::GatherRowsOp>(
+      ctx.loc, RankedTensorType::get(gathered, t.getElementType()), ctx.reshape(x, {rows, rest}),
+      linear);
+  return {ctx.reshape(y, ctx.resultType().getShape())};
+}
 
 } // namespace neuron::compiler::aten

@@ -69,6 +69,36 @@ def boolean(*shape: int, dtype=torch.bool) -> torch.Tensor:
     return torch.rand(shape) < 0.5
 
 
+# Rounding edge cases: -0.0, halves (ties to even), a large integer, NaN, infinities, the
+# largest float below 0.5 (x + 0.5 rounds up to 1.0 in fp32).
+SPECIAL = [-0.0, 0.5, -2.5, 1e7, 1.5, -0.5, 2.5, float("nan"), float("inf"), -float("inf"), -0.7]
+SPECIAL += [0.49999997]
+
+
+def special(*shape: int, dtype=FP32) -> torch.Tensor:
+    """randn * 4 with the SPECIAL values first (as many as fit)."""
+    x = torch.randn(shape) * 4
+    n = min(len(SPECIAL), x.numel())
+    x.view(-1)[:n] = torch.tensor(SPECIAL[:n])
+    return x.to(dtype)
+
+
+def unit_integral(*shape: int, dtype=FP32) -> torch.Tensor:
+    """-1, 0 or 1: products of any length are exact."""
+    return torch.randint(-1, 2, shape).to(dtype)
+
+
+def near_one(*shape: int, dtype=FP32) -> torch.Tensor:
+    """[0.9, 1.1): products of a few hundred stay in range."""
+    return (torch.rand(shape) * 0.2 + 0.9).to(dtype)
+
+
+def _int_division_inputs(shape, dtype):
+    """Dividends in [-20, 20], divisors +-1..5 (never 0), int64."""
+    sign = torch.where(torch.rand(shape) < 0.5, -1, 1)
+    return [torch.randint(-20, 21, shape), torch.randint(1, 6, shape) * sign]
+
+
 def one(make):
     return lambda shape, dtype: [make(*shape, dtype=dtype)]
 
@@ -138,6 +168,11 @@ def _gather_inputs(shape, dtype):
     ]
 
 
+def _group_norm_inputs(shape, dtype):
+    c = shape[1]
+    return [randn(*shape, dtype=dtype), positive(c, dtype=dtype), randn(c, dtype=dtype)]
+
+
 def _embedding_inputs(shape, dtype):
     rows, cols = shape
     return [randn(rows, cols, dtype=dtype), torch.randint(0, rows, (2, 5))]
@@ -183,6 +218,8 @@ def compare(name: str) -> list[Case]:
 
 
 BOOL = (torch.bool,)
+INT = (torch.int64,)
+S4_GROUPS = [(1, 6, 9, 11), (2, 10, 7, 7), (1, 2, 5, 5)]  # channels split into 2 groups
 
 CASES: list[Case] = [
     # Elementwise unary (Scalar engine activations unless noted)
@@ -213,6 +250,89 @@ CASES: list[Case] = [
     unary("aten.sub.Scalar", lambda x: A.sub.Scalar(x, 1.5)),
     unary("aten.mul.Scalar", lambda x: A.mul.Scalar(x, 1.5)),
     unary("aten.div.Scalar", lambda x: A.div.Scalar(x, 1.5)),
+    unary("aten.exp2.default", torch.exp2),
+    # Rounding, sign, classification: exact, on SPECIAL values (signed zeros compare equal)
+    Case("trunc", "aten.trunc.default", torch.trunc, one(special), exact=True),
+    Case("floor", "aten.floor.default", torch.floor, one(special), exact=True),
+    Case("ceil", "aten.ceil.default", torch.ceil, one(special), exact=True),
+    Case("round", "aten.round.default", torch.round, one(special), exact=True),
+    Case("sign", "aten.sign.default", torch.sign, one(special), exact=True),
+    Case("isnan", "aten.isnan.default", torch.isnan, one(special), exact=True),
+    Case("isinf", "aten.isinf.default", torch.isinf, one(special), exact=True),
+    Case(
+        "copysign.Tensor", "aten.copysign.Tensor", torch.copysign, two(special, randn), exact=True
+    ),
+    Case(
+        "copysign.Scalar",
+        "aten.copysign.Scalar",
+        lambda x: torch.copysign(x, -1.0),
+        one(special),
+        exact=True,
+    ),
+    Case(
+        "div_trunc",
+        "aten.div.Tensor_mode",
+        lambda x, y: (
+            torch.div(x, y, rounding_mode="trunc"),
+            torch.div(x, 3.7, rounding_mode="trunc"),
+        ),
+        two(special, nonzero),
+        exact=True,
+    ),
+    # Integer division: floor and trunc, remainder (divisor's sign), fmod (dividend's sign)
+    Case(
+        "div_floor_int",
+        "aten.div.Tensor_mode",
+        lambda a, b: (
+            a // b,
+            torch.div(a, b, rounding_mode="trunc"),
+            a // 3,
+            torch.div(a, -3, rounding_mode="floor"),
+        ),
+        _int_division_inputs,
+        dtypes=INT,
+        exact=True,
+    ),
+    Case(
+        "remainder.Tensor",
+        "aten.remainder.Tensor",
+        lambda a, b: a % b,
+        _int_division_inputs,
+        dtypes=INT,
+        exact=True,
+    ),
+    Case(
+        "remainder.Scalar",
+        "aten.remainder.Scalar",
+        lambda a, b: (a % 3, a % -4),
+        _int_division_inputs,
+        dtypes=INT,
+        exact=True,
+    ),
+    Case(
+        "fmod.Tensor",
+        "aten.fmod.Tensor",
+        torch.fmod,
+        _int_division_inputs,
+        dtypes=INT,
+        exact=True,
+    ),
+    Case(
+        "fmod.Scalar",
+        "aten.fmod.Scalar",
+        lambda a, b: (torch.fmod(a, 3), torch.fmod(a, -4)),
+        _int_division_inputs,
+        dtypes=INT,
+        exact=True,
+    ),
+    # roll decomposes into positions (arange + shift) fmod n and an index_select
+    Case(
+        "roll",
+        "aten.fmod.Scalar",
+        lambda x: (torch.roll(x, 2, 1), torch.roll(x, -5)),
+        one(randn),
+        exact=True,
+    ),
     # Elementwise binary (Vector engine)
     binary("aten.add.Tensor", lambda x, y: torch.add(x, y, alpha=2)),
     binary("aten.sub.Tensor", torch.sub),
@@ -402,7 +522,55 @@ CASES: list[Case] = [
         scale=4,
         why="prefix sums by matmul",
     ),
+    Case(
+        "prod.dim_int",
+        "aten.prod.dim_int",
+        lambda x: (x.prod(-1), x.prod(0, keepdim=True)),
+        one(unit_integral),
+        exact=True,
+    ),
+    Case("prod.default", "aten.prod.default", lambda x: x.prod(), one(unit_integral), exact=True),
+    Case(
+        "prod_float",
+        "aten.prod.dim_int",
+        lambda x: (x.prod(-1), x.prod(0)),
+        one(near_one),
+        shapes=[(3, 20), (13, 7), (1, 1)],
+        scale=4,
+        why="product order; eager multiplies bf16 rows in bf16, 6% off over 200 values",
+    ),
+    Case(
+        "prod_int",
+        "aten.prod.dim_int",
+        lambda x: (x.prod(-1), x.prod()),
+        one(integral),
+        dtypes=INT,
+        exact=True,
+    ),
+    Case(
+        "linalg_vector_norm",
+        "aten.linalg_vector_norm.default",
+        lambda x: (
+            torch.linalg.vector_norm(x, dim=-1),
+            torch.linalg.vector_norm(x, 1, dim=0),
+            x.norm(),
+            torch.linalg.vector_norm(x, float("inf"), dim=-1),
+            torch.linalg.vector_norm(x, 3, dim=-1, keepdim=True),
+        ),
+        one(randn),
+        scale=4,
+        why="sums of squares or powers, sqrt",
+    ),
     # Normalisation
+    Case(
+        "group_norm",
+        "aten.native_group_norm.default",
+        lambda x, w, b: (F.group_norm(x, 2, w, b), F.group_norm(x, x.shape[1])),
+        _group_norm_inputs,
+        shapes=S4_GROUPS,
+        scale=4,
+        why="mean, variance, rsqrt",
+    ),
     Case(
         "layer_norm",
         "aten.native_layer_norm.default",
@@ -628,6 +796,49 @@ CASES: list[Case] = [
         why="rounding to a narrower type: within one ulp of bf16/fp16",
     ),
     Case(
+        "flip",
+        "aten.flip.default",
+        lambda x: (torch.flip(x, [0, 1]), torch.flip(x, [-1])),
+        one(randn),
+        exact=True,
+    ),
+    Case(
+        "flip_3d",
+        "aten.flip.default",
+        lambda x: torch.flip(x, [0, 2]),
+        one(randn),
+        shapes=S3,
+        exact=True,
+    ),
+    Case("repeat", "aten.repeat.default", lambda x: x.repeat(2, 1, 3), one(randn), exact=True),
+    Case(
+        "diagonal",
+        "aten.diagonal.default",
+        lambda x: (torch.diagonal(x) * 2, torch.diagonal(x, 1) * 2, torch.diagonal(x, -1) * 2),
+        one(randn),
+        shapes=[(3, 200), (130, 7), (2, 2)],
+        exact=True,
+    ),
+    Case(
+        "diagonal_3d",
+        "aten.diagonal.default",
+        lambda x: torch.diagonal(x, 1, 2, 0) * 2,
+        one(randn),
+        shapes=[(2, 3, 200), (3, 130, 7), (2, 1, 1)],  # non-empty diagonals
+        exact=True,
+    ),
+    # Integer index tensors on the leading dims, negative ones included
+    Case(
+        "index.Tensor",
+        "aten.index.Tensor",
+        lambda x: (
+            x[torch.tensor([0, -1, 0])],
+            x[torch.tensor([[0], [-1]]), torch.tensor([0, -1])],
+        ),
+        one(randn),
+        exact=True,
+    ),
+    Case(
         "embedding",
         "aten.embedding.default",
         lambda w, i: F.embedding(i, w),
@@ -690,6 +901,14 @@ CASES: list[Case] = [
         one(integral),
         exact=True,
     ),
+    # empty's contents are undefined; fill_ overwrites them
+    Case(
+        "empty",
+        "aten.empty.memory_format",
+        lambda x: torch.empty(x.shape, dtype=x.dtype).fill_(0) + x,
+        one(randn),
+        exact=True,
+    ),
     Case(
         "scalar_tensor",
         "aten.scalar_tensor.default",
@@ -731,6 +950,7 @@ ATEN_CASES = [
     AtenCase(A.sum.default, lambda x: (x,), one(integral)),
     AtenCase(A.arange.default, lambda x: (x.shape[1],), one(randn)),
     AtenCase(A.arange.start, lambda x: (2, x.shape[1] + 2), one(randn)),
+    AtenCase(A.fill.Scalar, lambda x: (x, 2.5), one(randn)),
 ]
 
 # Ops only backward graphs contain: compiled with a training step, gradients compared.
@@ -863,10 +1083,22 @@ class ConvPool(torch.nn.Module):
         return F.max_pool2d(torch.relu(self.conv(x)), 2, stride=2, padding=1)
 
 
+class ConvPoolGroupNorm(ConvPool):
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = torch.nn.GroupNorm(2, 4)
+        torch.nn.init.normal_(self.norm.weight)
+        torch.nn.init.normal_(self.norm.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(super().forward(x))
+
+
 def test_training_ops(graph_ops):
-    """convolution_backward and max_pool2d_with_indices_backward: gradients match eager (fp32)."""
-    model, x = ConvPool(), torch.randn(2, 3, 9, 11)
-    reference = ConvPool()
+    """convolution_backward, max_pool2d_with_indices_backward, and group norm (whose
+    backward the core decompositions expand): gradients match eager (fp32)."""
+    model, x = ConvPoolGroupNorm(), torch.randn(2, 3, 9, 11)
+    reference = ConvPoolGroupNorm()
     reference.load_state_dict(model.state_dict())
     x_ref = x.clone().requires_grad_()
     x.requires_grad_()
@@ -905,3 +1137,29 @@ def test_float64_runs_as_float32_with_one_warning():
     # float32 accuracy, not float64's
     assert relative_error(a, first(x, y)) <= 1e-5
     assert relative_error(b, second(x)) <= 1e-5
+
+
+@pytest.mark.parametrize(
+    ("fn", "message"),
+    [
+        (lambda x, y: x // y, "floor division of floating-point tensors is not supported"),
+        (lambda x, y: x % y, "remainder of floating-point tensors is not supported"),
+        (lambda x, y: x[:, torch.tensor([0, 1])], r"with a skipped dim \(None in the index list"),
+    ],
+    ids=["floor_divide_float", "remainder_float", "index_skipped_dim"],
+)
+def test_unsupported_variants_fail_clearly(fn, message):
+    """Variants without an exact lowering fail compilation naming the op, not run wrong."""
+    x, y = randn(3, 5), nonzero(3, 5)
+    with pytest.raises(neuronsim.NeuronCompileError, match=message) as info:
+        torch.compile(fn, backend="neuron", dynamic=False)(x, y)
+    assert "aten." in str(info.value)
+
+
+def test_index_tensor_checks_each_index():
+    """x[i, j] with j out of range for dim 1 while i * 3 + j is inside x: raises on the
+    device, as eager raises, instead of reading another row's element."""
+    fn = torch.compile(lambda x: x[torch.tensor([1, 0]), torch.tensor([0, 3])], backend="neuron")
+    message = r"index 3 .* outside the table's 3 rows"
+    with pytest.raises(neuronsim.NeuronRuntimeError, match=message):
+        fn(torch.randn(5, 3))

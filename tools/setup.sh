@@ -32,7 +32,8 @@ fi
 pip_args=(-q)
 stdlib="$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])')"
 [[ -f "$stdlib/EXTERNALLY-MANAGED" ]] && pip_args+=(--break-system-packages)
-pip_install() { "$PYTHON" -m pip install "${pip_args[@]}" "$@"; }
+# tools/constraints.txt pins torch==2.13.0, so that no install pulls another torch.
+pip_install() { "$PYTHON" -m pip install "${pip_args[@]}" -c tools/constraints.txt "$@"; }
 
 # torch: exactly the CPU 2.13.0 build; never an unpinned torch (that pulls a CUDA build).
 installed_torch="$("$PYTHON" -c 'import torch; print(torch.__version__)' 2>/dev/null || true)"
@@ -47,7 +48,8 @@ import importlib.util
 wanted = {"pytest": "pytest", "numpy": "numpy", "scikit_build_core": "scikit-build-core",
           "pybind11": "pybind11", "cmake": "cmake", "ninja": "ninja",
           "pytest_timeout": "pytest-timeout",  # the per-test timeout in pyproject.toml
-          "matplotlib": "matplotlib"}  # matplotlib: the demo's engine-timeline PNG
+          "matplotlib": "matplotlib",  # matplotlib: the demo's engine-timeline PNG
+          "expecttest": "expecttest"}  # PyTorch's OpInfo database (bench/opinfo_sweep.py) imports it
 print(" ".join(dist for module, dist in wanted.items() if importlib.util.find_spec(module) is None))
 PY
 )"

@@ -1,0 +1,226 @@
+"""OpInfo sweep: PyTorch's operator database through the neuron backend, compared with eager.
+
+    python bench/opinfo_sweep.py                      # fp32, all ops -> bench/results/opinfo.{md,csv}
+    python bench/opinfo_sweep.py --dtype bfloat16     # bf16 (ops that take it)
+    python bench/opinfo_sweep.py --inductor           # also Inductor, on the same samples
+    python bench/opinfo_sweep.py --only sin --only add
+
+For every OpInfo of torch.testing._internal.common_methods_invocations.op_db that supports
+the dtype on the CPU, its first --samples sample inputs (default 2) run as
+torch.compile(fn, backend=..., dynamic=False), with the sample's tensors as graph inputs, and
+the outputs are compared with eager (fp32: rtol 1.3e-4, atol 1e-5; bf16: 2e-2; integer
+and bool outputs exactly). An op passes if all its samples pass. Each sample is classified:
+  pass          compiled and matched eager
+  unsupported   NeuronCompileError listing unsupported operators
+  compile       another compile error (the message's first line is kept)
+  runtime       an error while running the compiled program
+  mismatch      outputs differ from eager
+  timeout       more than --timeout seconds
+  eager error   eager itself raised on the sample (not counted against the backend)
+Forward only; the samples are PyTorch's, so the sweep is deterministic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import csv
+import os
+import signal
+import sys
+import time
+import warnings
+
+os.environ.setdefault("NEURONSIM_DISABLE_CACHE", "1")
+
+import torch  # noqa: E402
+from torch.utils import _pytree as pytree  # noqa: E402
+
+import neuronsim  # noqa: E402
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+CATEGORIES = ("pass", "unsupported", "compile", "runtime", "mismatch", "timeout")
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _alarm(signum, frame):  # noqa: ARG001
+    raise _Timeout()
+
+
+def _tolerance(dtype: torch.dtype) -> dict:
+    if dtype == torch.bfloat16:
+        return {"rtol": 2e-2, "atol": 2e-2}
+    if dtype == torch.float16:
+        return {"rtol": 2e-3, "atol": 2e-3}
+    return {"rtol": 1.3e-4, "atol": 1e-5}
+
+
+def _graph_fn(op, sample):
+    """(fn, tensors): fn(*tensors) runs the op on the sample with its tensors as inputs."""
+    leaves, spec = pytree.tree_flatten((sample.input, sample.args, sample.kwargs))
+    positions = [i for i, leaf in enumerate(leaves) if isinstance(leaf, torch.Tensor)]
+    tensors = [leaves[i] for i in positions]
+
+    def fn(*args):
+        filled = list(leaves)
+        for i, t in zip(positions, args):
+            filled[i] = t
+        inp, a, kw = pytree.tree_unflatten(filled, spec)
+        return op(inp, *a, **kw)
+
+    return fn, tensors
+
+
+def _compare(got, expected, dtype) -> str | None:
+    """None if equal within tolerance, else why not."""
+    g_leaves, g_spec = pytree.tree_flatten(got)
+    e_leaves, e_spec = pytree.tree_flatten(expected)
+    if g_spec != e_spec:
+        return f"output structure {g_spec} != {e_spec}"
+    for g, e in zip(g_leaves, e_leaves):
+        if isinstance(e, torch.Tensor):
+            if not isinstance(g, torch.Tensor):
+                return f"got {type(g).__name__} for a tensor"
+            if g.shape != e.shape or g.dtype != e.dtype:
+                return f"shape/dtype {tuple(g.shape)} {g.dtype} != {tuple(e.shape)} {e.dtype}"
+            try:
+                if e.dtype.is_floating_point or e.dtype.is_complex:
+                    torch.testing.assert_close(g, e, equal_nan=True, **_tolerance(e.dtype))
+                else:
+                    torch.testing.assert_close(g, e, rtol=0, atol=0)
+            except AssertionError as error:
+                return " ".join(str(error).split())[:200]
+        elif g != e and not (isinstance(e, float) and e != e and g != g):
+            return f"{g!r} != {e!r}"
+    return None
+
+
+def run_sample(op, sample, dtype, backend: str, timeout: int) -> tuple[str, str]:
+    """(category, detail) of one sample through `backend`."""
+    fn, tensors = _graph_fn(op, sample)
+    try:
+        with torch.no_grad():
+            expected = fn(*tensors)
+    except Exception as error:  # noqa: BLE001
+        return "eager error", f"{type(error).__name__}: {str(error)[:120]}"
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend=backend, dynamic=False)
+    signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(timeout)
+    try:
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = compiled(*tensors)
+    except _Timeout:
+        return "timeout", f"over {timeout} s"
+    except neuronsim.NeuronCompileError as error:
+        text = str(error)
+        first = text.strip().splitlines()[0] if text.strip() else ""
+        if "unsupported operator" in text:
+            ops = [line.strip().split()[0] for line in text.splitlines()[1:] if line.startswith("  ")]
+            return "unsupported", " ".join(ops)[:200]
+        return "compile", first[:200]
+    except neuronsim.NeuronRuntimeError as error:
+        return "runtime", str(error).splitlines()[0][:200]
+    except Exception as error:  # noqa: BLE001 (Dynamo wraps backend errors; Inductor's own)
+        text = " ".join(str(error).split())
+        if "unsupported operator" in text:
+            return "unsupported", text[:200]
+        return "compile", f"{type(error).__name__}: {text[:200]}"
+    finally:
+        signal.alarm(0)
+    why = _compare(got, expected, dtype)
+    return ("mismatch", why) if why else ("pass", "")
+
+
+def sweep(dtype, backends, samples, only, timeout, log=print):
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    rows = []
+    for op in op_db:
+        name = op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
+        if only and not any(o == name or o == op.name for o in only):
+            continue
+        if dtype not in op.supported_dtypes("cpu"):
+            continue
+        try:
+            cases = list(op.sample_inputs("cpu", dtype, requires_grad=False))[:samples]
+        except Exception as error:  # noqa: BLE001
+            log(f"[opinfo] {name}: no samples ({type(error).__name__})")
+            continue
+        row = {"op": name}
+        for backend in backends:
+            results = [run_sample(op, s, dtype, backend, timeout) for s in cases]
+            counted = [r for r in results if r[0] != "eager error"]
+            if not counted:
+                row[backend] = ("eager error", results[0][1] if results else "no samples")
+            else:
+                failed = [r for r in counted if r[0] != "pass"]
+                row[backend] = failed[0] if failed else ("pass", "")
+        rows.append(row)
+        log(f"[opinfo] {name}: " + ", ".join(f"{b} {row[b][0]}" for b in backends))
+    return rows
+
+
+def write(rows, backends, dtype, command, seconds):
+    os.makedirs(RESULTS, exist_ok=True)
+    suffix = "" if dtype == torch.float32 else f"_{str(dtype).split('.')[-1]}"
+    counted = {b: collections.Counter(r[b][0] for r in rows) for b in backends}
+    with open(os.path.join(RESULTS, f"opinfo{suffix}.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["op"] + [f"{b} {k}" for b in backends for k in ("result", "detail")])
+        for r in rows:
+            w.writerow([r["op"]] + [x for b in backends for x in r[b]])
+    with open(os.path.join(RESULTS, f"opinfo{suffix}.md"), "w") as f:
+        f.write(f"# OpInfo sweep ({str(dtype).split('.')[-1]})\n\n")
+        f.write(f"Produced by: `{command}` in {seconds:.0f} s; torch {torch.__version__}, neuronsim "
+                f"{neuronsim.compiler_version()}. Date: {time.strftime('%Y-%m-%d')}.\n\n")
+        f.write("```\n" + (__doc__ or "").strip() + "\n```\n\n")
+        f.write("| backend | ops | " + " | ".join(CATEGORIES) + " | eager error |\n")
+        f.write("|---|---|" + "---|" * (len(CATEGORIES) + 1) + "\n")
+        for b in backends:
+            c = counted[b]
+            total = sum(v for k, v in c.items() if k != "eager error")
+            f.write(f"| {b} | {total} | " + " | ".join(str(c.get(k, 0)) for k in CATEGORIES)
+                    + f" | {c.get('eager error', 0)} |\n")
+        missing = collections.Counter()
+        for r in rows:
+            if r["neuron"][0] == "unsupported":
+                missing.update(r["neuron"][1].split())
+        if missing:
+            f.write("\nMost frequent unsupported operators (ops of the sweep that need them):\n\n")
+            f.write(", ".join(f"`{k}` {v}" for k, v in missing.most_common(40)) + "\n")
+        f.write("\n| op | " + " | ".join(backends) + " |\n|---|" + "---|" * len(backends) + "\n")
+        for r in rows:
+            cells = [f"{r[b][0]}" + (f": {r[b][1]}" if r[b][1] and r[b][0] != "pass" else "")
+                     for b in backends]
+            f.write(f"| {r['op']} | " + " | ".join(c.replace("|", "\\|") for c in cells) + " |\n")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
+    parser.add_argument("--samples", type=int, default=2)
+    parser.add_argument("--only", action="append", help="op name (OpInfo name or name.variant)")
+    parser.add_argument("--inductor", action="store_true", help="also run Inductor")
+    parser.add_argument("--timeout", type=int, default=60, help="seconds per sample")
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+    torch._dynamo.config.cache_size_limit = 64
+    dtype = getattr(torch, args.dtype)
+    backends = ["neuron"] + (["inductor"] if args.inductor else [])
+    start = time.time()
+    rows = sweep(dtype, backends, args.samples, args.only, args.timeout)
+    if not args.no_write:
+        write(rows, backends, dtype, "python " + " ".join(sys.argv), time.time() - start)
+    for b in backends:
+        c = collections.Counter(r[b][0] for r in rows)
+        print(f"[opinfo] {b}: " + ", ".join(f"{k} {c.get(k, 0)}" for k in CATEGORIES + ("eager error",)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

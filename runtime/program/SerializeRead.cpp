@@ -318,10 +318,10 @@ Program readProgram(const json &j) {
   const json &fmt = required(j, "format", root);
   if (!fmt.is_string() ||
       fmt.get_ref<const std::string &>() != std::string("neuronsim-program"))
-    bad(root / "format", "expected \"neuronsim-program\", got " + fmt.dump());
+    bad(root / "format", "expected \"neuronsim-program\", got " + jsonBrief(fmt));
   const json &ver = required(j, "version", root);
   if (!ver.is_number_integer() || ver.get<int64_t>() != kProgramFormatVersion)
-    bad(root / "version", "unsupported program format version " + ver.dump() +
+    bad(root / "version", "unsupported program format version " + jsonBrief(ver) +
                               " (this build reads version " +
                               std::to_string(kProgramFormatVersion) + ")");
   Program prog;

@@ -486,16 +486,37 @@ Values indexTensor(NodeContext &ctx) {
   const nlohmann::json *list = ctx.arg(1, "indices");
   if (!list || !list->is_array() || list->empty())
     throw ImportError("index.Tensor needs a non-empty list of index tensors");
-  for (const nlohmann::json &e : *list)
-    if (e.is_null())
-      throw ImportError("index.Tensor with a skipped dim (None in the index list, as x[:, i] "
-                        "and nearest upsampling produce) is not supported yet");
-  SmallVector<Value> indices = ctx.tensorList(1, "indices");
+  SmallVector<Value> all = ctx.optionalTensorList(1, "indices");
+  if ((int64_t)all.size() > typeOf(x).getRank())
+    throw ImportError("index.Tensor with " + std::to_string(all.size()) +
+                      " indices for a tensor of rank " + std::to_string(typeOf(x).getRank()));
+  // Skipped dims (None: x[:, i], nearest upsampling) around one run of indexed dims
+  // [first, first + k): move the run to the front, gather, and put the indexed result
+  // dims back where the run was, as eager does for adjacent indices.
+  int64_t first = -1, k = 0;
+  for (auto [j, v] : llvm::enumerate(all)) {
+    if (!v)
+      continue;
+    if (first >= 0 && int64_t(j) != first + k)
+      throw ImportError("index.Tensor with indexed dims separated by a skipped dim is not "
+                        "supported");
+    if (first < 0)
+      first = j;
+    ++k;
+  }
+  if (first < 0)
+    return {x}; // every dim skipped: x itself
+  SmallVector<Value> indices(all.begin() + first, all.begin() + first + k);
+  int64_t rank = typeOf(x).getRank();
+  SmallVector<int64_t> toFront;
+  for (int64_t d = first; d < first + k; ++d)
+    toFront.push_back(d);
+  for (int64_t d = 0; d < rank; ++d)
+    if (d < first || d >= first + k)
+      toFront.push_back(d);
+  if (first > 0)
+    x = ctx.permute(x, toFront);
   auto t = typeOf(x);
-  int64_t k = indices.size();
-  if (k > t.getRank())
-    throw ImportError("index.Tensor with " + std::to_string(k) + " indices for a tensor of rank " +
-                      std::to_string(t.getRank()));
   Type i64 = ctx.b.getI64Type();
   Value linear;
   for (auto [j, index] : llvm::enumerate(indices)) {
@@ -524,7 +545,23 @@ Values indexTensor(NodeContext &ctx) {
   Value y = ctx.b.create<nt::GatherRowsOp>(
       ctx.loc, RankedTensorType::get(gathered, t.getElementType()), ctx.reshape(x, {rows, rest}),
       linear);
-  return {ctx.reshape(y, ctx.resultType().getShape())};
+  if (first == 0)
+    return {ctx.reshape(y, ctx.resultType().getShape())};
+  // y is [index dims..., dims before the run..., dims after it...]: put the index dims
+  // after the `first` leading dims.
+  SmallVector<int64_t> shape(typeOf(linear).getShape());
+  int64_t m = shape.size();
+  for (int64_t d = k; d < rank; ++d)
+    shape.push_back(t.getDimSize(d));
+  y = ctx.reshape(y, shape);
+  SmallVector<int64_t> back;
+  for (int64_t d = 0; d < first; ++d)
+    back.push_back(m + d);
+  for (int64_t d = 0; d < m; ++d)
+    back.push_back(d);
+  for (int64_t d = m + first; d < (int64_t)shape.size(); ++d)
+    back.push_back(d);
+  return {ctx.reshape(ctx.permute(y, back), ctx.resultType().getShape())};
 }
 
 } // namespace neuron::compiler::aten

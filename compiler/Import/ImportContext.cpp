@@ -87,6 +87,16 @@ SmallVector<Value> NodeContext::tensorList(size_t i, const char *name) const {
   return values;
 }
 
+SmallVector<Value> NodeContext::optionalTensorList(size_t i, const char *name) const {
+  const json *a = arg(i, name);
+  if (!a || !a->is_array())
+    throw ImportError("argument " + std::to_string(i) + " should be a list of tensors");
+  SmallVector<Value> values;
+  for (const json &ref : *a)
+    values.push_back(ref.is_null() ? Value() : lookup(ref));
+  return values;
+}
+
 static double toNumber(const json &v) {
   if (v.is_boolean())
     return v.get<bool>() ? 1.0 : 0.0;

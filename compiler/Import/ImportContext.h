@@ -44,6 +44,8 @@ public:
   mlir::Value tensor(size_t i) const;
   /// A list of tensors (aten.cat's first argument).
   llvm::SmallVector<mlir::Value> tensorList(size_t i, const char *name = nullptr) const;
+  /// A list of tensors and Nones (aten.index.Tensor's indices): a null Value for None.
+  llvm::SmallVector<mlir::Value> optionalTensorList(size_t i, const char *name = nullptr) const;
   double number(size_t i, const char *name, double fallback) const;
   int64_t integer(size_t i, const char *name, int64_t fallback) const;
   std::string string(size_t i, const char *name, const std::string &fallback) const;

@@ -1144,16 +1144,39 @@ def test_float64_runs_as_float32_with_one_warning():
     [
         (lambda x, y: x // y, "floor division of floating-point tensors is not supported"),
         (lambda x, y: x % y, "remainder of floating-point tensors is not supported"),
-        (lambda x, y: x[:, torch.tensor([0, 1])], r"with a skipped dim \(None in the index list"),
+        (
+            lambda x, y: x[torch.tensor([0, 1]), :, torch.tensor([1, 2])],
+            "indexed dims separated by a skipped dim is not supported",
+        ),
     ],
-    ids=["floor_divide_float", "remainder_float", "index_skipped_dim"],
+    ids=["floor_divide_float", "remainder_float", "index_separated_dims"],
 )
 def test_unsupported_variants_fail_clearly(fn, message):
     """Variants without an exact lowering fail compilation naming the op, not run wrong."""
     x, y = randn(3, 5), nonzero(3, 5)
+    if "separated" in message:
+        x = randn(3, 4, 5)
     with pytest.raises(neuronsim.NeuronCompileError, match=message) as info:
         torch.compile(fn, backend="neuron", dynamic=False)(x, y)
     assert "aten." in str(info.value)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_index_with_skipped_dims_and_nearest_upsampling(dtype):
+    """x[:, i], x[..., i, j] and nearest F.interpolate (which decomposes into index.Tensor
+    with None for the batch and channel dims) match eager exactly."""
+    x = torch.randn(2, 7, 5, 6).to(dtype)
+    i, j = torch.tensor([3, -1, 0]), torch.tensor([[1], [4]])
+    cases = [
+        lambda x: x[:, i],
+        lambda x: x[:, :, j, torch.tensor([0, 5, 2])],
+        lambda x: torch.nn.functional.interpolate(x, scale_factor=2, mode="nearest"),
+        lambda x: torch.nn.functional.interpolate(x, size=(9, 4), mode="nearest"),
+    ]
+    for fn in cases:
+        torch._dynamo.reset()
+        got = torch.compile(fn, backend="neuron", dynamic=False)(x)
+        assert torch.equal(got, fn(x))
 
 
 def test_index_tensor_checks_each_index():

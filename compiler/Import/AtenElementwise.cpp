@@ -258,6 +258,30 @@ Values exp2Op(NodeContext &ctx) {
   return {ctx.castTo(y, ctx.resultType().getElementType())};
 }
 
+/// elu(x, alpha, scale, input_scale) = scale * (x > 0 ? x : alpha * (exp(input_scale * x) - 1)),
+/// computed in fp32 and rounded once.
+Values eluOp(NodeContext &ctx) {
+  Type f32 = ctx.b.getF32Type();
+  Value x = ctx.castTo(ctx.tensor(0), f32);
+  double alpha = ctx.number(1, "alpha", 1.0), scale = ctx.number(2, "scale", 1.0);
+  double inputScale = ctx.number(3, "input_scale", 1.0);
+  Value expm1 = ctx.binaryScalar(
+      BinaryFn::sub, ctx.unary(UnaryFn::exp, ctx.binaryScalar(BinaryFn::mul, x, inputScale)), 1.0);
+  Value y = selectOf(ctx, ctx.binaryScalar(BinaryFn::gt, x, 0.0),
+                     ctx.binaryScalar(BinaryFn::mul, x, scale),
+                     ctx.binaryScalar(BinaryFn::mul, expm1, alpha * scale));
+  return {ctx.castTo(y, ctx.resultType().getElementType())};
+}
+
+/// erfc(x) = 1 - erf(x), in fp32 (absolute error of fp32 erf; eager's relative accuracy
+/// for large x, where erfc underflows toward 0, is not reproduced).
+Values erfcOp(NodeContext &ctx) {
+  Type f32 = ctx.b.getF32Type();
+  Value x = ctx.castTo(ctx.tensor(0), f32);
+  Value y = ctx.binary(BinaryFn::sub, ctx.scalar(f32, 1.0), ctx.unary(UnaryFn::erf, x));
+  return {ctx.castTo(y, ctx.resultType().getElementType())};
+}
+
 /// isnan(x) = x != x; integers are never NaN.
 Values isNan(NodeContext &ctx) {
   Value x = ctx.tensor(0);

@@ -63,10 +63,11 @@ Values any(NodeContext &ctx) {
   return {ctx.reduce(ReduceFn::max, x, reduceDims(ctx, x, 1, "dim"), ctx.integer(2, "keepdim", 0))};
 }
 
-/// The index of the first maximum along `dim` (all dims flattened when dim is None), as
-/// eager computes it: the first NaN when there is one (max propagates NaN, and NaN != NaN),
-/// else the first x equal to the max: min over those positions.
-static Value argmaxAlong(NodeContext &ctx, Value x, int64_t dim, bool keepdim) {
+/// The index of the first maximum (fn = max) or minimum (fn = min) along `dim`, as eager
+/// computes it: the first NaN when there is one (max and min propagate NaN, and
+/// NaN != NaN), else the first x equal to the extremum: min over those positions.
+static Value argExtremeAlong(NodeContext &ctx, ReduceFn fn, Value x, int64_t dim,
+                             bool keepdim) {
   auto t = typeOf(x);
   int64_t n = t.getDimSize(dim);
   ctx.requireExpandable(n, "argmax over " + std::to_string(n) + " positions");
@@ -78,7 +79,7 @@ static Value argmaxAlong(NodeContext &ctx, Value x, int64_t dim, bool keepdim) {
     values.push_back(APFloat((float)i));
   Value positions = ctx.b.create<nt::ConstantOp>(
       ctx.loc, posType, cast<ElementsAttr>(DenseElementsAttr::get(posType, values)));
-  Value m = ctx.reduce(ReduceFn::max, x, {dim}, true);
+  Value m = ctx.reduce(fn, x, {dim}, true);
   Value hit = ctx.binary(BinaryFn::eq, x, m);
   if (isa<FloatType>(t.getElementType()))
     hit = ctx.binary(BinaryFn::Or, hit, ctx.binary(BinaryFn::ne, x, x));
@@ -93,33 +94,39 @@ static Value atLeast1d(NodeContext &ctx, Value x) {
   return typeOf(x).getRank() == 0 ? ctx.reshape(x, {1}) : x;
 }
 
-Values argmax(NodeContext &ctx) {
+template <ReduceFn Fn> static Values argExtreme(NodeContext &ctx) {
   Value x = ctx.tensor(0);
   const nlohmann::json *d = ctx.arg(1, "dim");
   bool keepdim = ctx.integer(2, "keepdim", 0);
   Value idx;
   if (!d || d->is_null()) {
     Value flat = ctx.reshape(x, {typeOf(x).getNumElements()});
-    idx = argmaxAlong(ctx, flat, 0, false);
+    idx = argExtremeAlong(ctx, Fn, flat, 0, false);
   } else {
     int64_t dim = ctx.dim(ctx.integer(1, "dim", 0), typeOf(x).getRank());
-    idx = argmaxAlong(ctx, atLeast1d(ctx, x), dim, keepdim);
+    idx = argExtremeAlong(ctx, Fn, atLeast1d(ctx, x), dim, keepdim);
   }
   idx = ctx.reshape(idx, ctx.resultType().getShape());
   return {ctx.castTo(idx, ctx.resultType().getElementType())};
 }
 
-/// max.dim(x, dim, keepdim) -> (values, indices).
-Values maxDim(NodeContext &ctx) {
+Values argmax(NodeContext &ctx) { return argExtreme<ReduceFn::max>(ctx); }
+Values argmin(NodeContext &ctx) { return argExtreme<ReduceFn::min>(ctx); }
+
+/// max.dim / min.dim(x, dim, keepdim) -> (values, indices).
+template <ReduceFn Fn> static Values extremeDim(NodeContext &ctx) {
   Value x = ctx.tensor(0);
   int64_t d = ctx.dim(ctx.integer(1, "dim", 0), typeOf(x).getRank());
   bool keepdim = ctx.integer(2, "keepdim", 0);
-  Value values = ctx.reduce(ReduceFn::max, x, {d}, keepdim);
-  Value idx = ctx.reshape(argmaxAlong(ctx, atLeast1d(ctx, x), d, keepdim),
+  Value values = ctx.reduce(Fn, x, {d}, keepdim);
+  Value idx = ctx.reshape(argExtremeAlong(ctx, Fn, atLeast1d(ctx, x), d, keepdim),
                           ctx.resultType(1).getShape());
   return {ctx.reshape(values, ctx.resultType(0).getShape()),
           ctx.castTo(idx, ctx.resultType(1).getElementType())};
 }
+
+Values maxDim(NodeContext &ctx) { return extremeDim<ReduceFn::max>(ctx); }
+Values minDim(NodeContext &ctx) { return extremeDim<ReduceFn::min>(ctx); }
 
 Values mean(NodeContext &ctx) {
   Value x = input(ctx);
@@ -139,6 +146,17 @@ Values var(NodeContext &ctx) {
   Value s = ctx.reduce(ReduceFn::sum, ctx.binary(BinaryFn::mul, d, d), dims,
                        ctx.integer(3, "keepdim", 0));
   return {ctx.binaryScalar(BinaryFn::mul, s, 1.0 / std::max(n - correction, 0.0))};
+}
+
+/// var_mean(x, dims, correction, keepdim) -> (var, mean).
+Values varMean(NodeContext &ctx) {
+  Value variance = var(ctx).front();
+  Value x = input(ctx);
+  SmallVector<int64_t> dims = reduceDims(ctx, x, 1, "dim");
+  Value s = ctx.reduce(ReduceFn::sum, x, dims, ctx.integer(3, "keepdim", 0));
+  Value m = ctx.binaryScalar(BinaryFn::mul, s, 1.0 / numReduced(x, dims));
+  return {ctx.reshape(variance, ctx.resultType(0).getShape()),
+          ctx.reshape(m, ctx.resultType(1).getShape())};
 }
 
 /// softmax(x) = exp(x - max) / sum(exp(x - max)) along one dim.

@@ -196,3 +196,13 @@ def test_int64_scalar_above_2p53_is_a_clear_error():
         run_on_simulator(lambda a: a + (2**53 + 1), a)
     b = torch.tensor([2**53 + 1, 2**60 + 7])
     assert torch.equal(run_on_simulator(lambda a, b: a + b, a, b), a + b)
+
+
+def test_argmin_and_min_dim_pick_nan_like_eager():
+    x = torch.randn(4, 9)
+    x[1, 3] = x[2, 0] = x[2, 5] = float("nan")
+    got_arg = run_on_simulator(lambda x: x.argmin(1), x)
+    got = run_on_simulator(lambda x: x.min(1), x)
+    assert torch.equal(got_arg, x.argmin(1))
+    assert torch.equal(got.indices, x.min(1).indices)
+    torch.testing.assert_close(got.values, x.min(1).values, equal_nan=True, rtol=0, atol=0)

@@ -21,8 +21,11 @@
 // later write confirms a conflict exactly instead of the read cutting the
 // shadow into element-sized ranges; only the latest such read per queue is
 // kept, so an older strided read hidden behind a later one of the same queue
-// can go unreported (never a false report). It also reports reads of SBUF and
-// PSUM bytes that no instruction wrote (device memory is not zeroed).
+// can go unreported (never a false report). An access pattern of more than
+// 16384 runs (a transposing load of one 128x128 tile has exactly that many)
+// is checked as its bounding byte range, which is conservative: it may report
+// accesses to bytes interleaved with its own. It also reports reads of SBUF and PSUM
+// bytes that no instruction wrote (device memory is not zeroed).
 #pragma once
 
 #include "runtime/program/Program.h"

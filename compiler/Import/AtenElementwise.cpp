@@ -282,6 +282,49 @@ Values erfcOp(NodeContext &ctx) {
   return {ctx.castTo(y, ctx.resultType().getElementType())};
 }
 
+// --- Functions composed of Scalar-engine activations, in fp32 and rounded once ------------
+
+/// The op's first operand in fp32, and a function that rounds a fp32 result to the op's
+/// result dtype.
+static Value operandF32(NodeContext &ctx) { return ctx.castTo(ctx.tensor(0), ctx.b.getF32Type()); }
+static Values resultOf(NodeContext &ctx, Value y) {
+  return {ctx.castTo(y, ctx.resultType().getElementType())};
+}
+
+/// sinh(x) = (exp(x) - exp(-x)) / 2; cosh(x) = (exp(x) + exp(-x)) / 2.
+template <BinaryFn Combine> static Values hyperbolic(NodeContext &ctx) {
+  Value x = operandF32(ctx);
+  Value e = ctx.unary(UnaryFn::exp, x), f = ctx.unary(UnaryFn::exp, ctx.unary(UnaryFn::neg, x));
+  return resultOf(ctx, ctx.binaryScalar(BinaryFn::mul, ctx.binary(Combine, e, f), 0.5));
+}
+Values sinhOp(NodeContext &ctx) { return hyperbolic<BinaryFn::sub>(ctx); }
+Values coshOp(NodeContext &ctx) { return hyperbolic<BinaryFn::add>(ctx); }
+
+/// tan(x) = sin(x) / cos(x).
+Values tanOp(NodeContext &ctx) {
+  Value x = operandF32(ctx);
+  return resultOf(ctx, ctx.binary(BinaryFn::div, ctx.unary(UnaryFn::sin, x),
+                                  ctx.unary(UnaryFn::cos, x)));
+}
+
+/// log2(x) = log(x) / ln 2; log10(x) = log(x) / ln 10.
+Values log2Op(NodeContext &ctx) {
+  return resultOf(ctx, ctx.binaryScalar(BinaryFn::mul, ctx.unary(UnaryFn::log, operandF32(ctx)),
+                                        1.0 / std::log(2.0)));
+}
+Values log10Op(NodeContext &ctx) {
+  return resultOf(ctx, ctx.binaryScalar(BinaryFn::mul, ctx.unary(UnaryFn::log, operandF32(ctx)),
+                                        1.0 / std::log(10.0)));
+}
+
+/// atanh(x) = log((1 + x) / (1 - x)) / 2.
+Values atanhOp(NodeContext &ctx) {
+  Value x = operandF32(ctx);
+  Value ratio = ctx.binary(BinaryFn::div, ctx.binaryScalar(BinaryFn::add, x, 1.0),
+                           ctx.binary(BinaryFn::sub, ctx.scalar(ctx.b.getF32Type(), 1.0), x));
+  return resultOf(ctx, ctx.binaryScalar(BinaryFn::mul, ctx.unary(UnaryFn::log, ratio), 0.5));
+}
+
 /// isnan(x) = x != x; integers are never NaN.
 Values isNan(NodeContext &ctx) {
   Value x = ctx.tensor(0);

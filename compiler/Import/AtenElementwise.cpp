@@ -250,45 +250,38 @@ Values signOp(NodeContext &ctx) {
   return {selectOf(ctx, ctx.binaryScalar(BinaryFn::gt, x, 0.0), ctx.scalar(et, 1.0), negative)};
 }
 
-/// exp2(x) = pow(2, x), computed in fp32 and rounded once.
-Values exp2Op(NodeContext &ctx) {
-  Type f32 = ctx.b.getF32Type();
-  Value x = ctx.castTo(ctx.tensor(0), f32);
-  Value y = ctx.binary(BinaryFn::pow, ctx.scalar(f32, 2.0), x);
+// --- Functions computed in fp32 and rounded once to the result dtype ---------------------
+
+/// The op's first operand in fp32.
+static Value operandF32(NodeContext &ctx) { return ctx.castTo(ctx.tensor(0), ctx.b.getF32Type()); }
+/// A fp32 result rounded to the op's result dtype.
+static Values resultOf(NodeContext &ctx, Value y) {
   return {ctx.castTo(y, ctx.resultType().getElementType())};
 }
 
-/// elu(x, alpha, scale, input_scale) = scale * (x > 0 ? x : alpha * (exp(input_scale * x) - 1)),
-/// computed in fp32 and rounded once.
+/// exp2(x) = pow(2, x).
+Values exp2Op(NodeContext &ctx) {
+  return resultOf(ctx, ctx.binary(BinaryFn::pow, ctx.scalar(ctx.b.getF32Type(), 2.0),
+                                  operandF32(ctx)));
+}
+
+/// elu(x, alpha, scale, input_scale) = scale * (x > 0 ? x : alpha * (exp(input_scale * x) - 1)).
 Values eluOp(NodeContext &ctx) {
-  Type f32 = ctx.b.getF32Type();
-  Value x = ctx.castTo(ctx.tensor(0), f32);
+  Value x = operandF32(ctx);
   double alpha = ctx.number(1, "alpha", 1.0), scale = ctx.number(2, "scale", 1.0);
   double inputScale = ctx.number(3, "input_scale", 1.0);
   Value expm1 = ctx.binaryScalar(
       BinaryFn::sub, ctx.unary(UnaryFn::exp, ctx.binaryScalar(BinaryFn::mul, x, inputScale)), 1.0);
-  Value y = selectOf(ctx, ctx.binaryScalar(BinaryFn::gt, x, 0.0),
-                     ctx.binaryScalar(BinaryFn::mul, x, scale),
-                     ctx.binaryScalar(BinaryFn::mul, expm1, alpha * scale));
-  return {ctx.castTo(y, ctx.resultType().getElementType())};
+  return resultOf(ctx, selectOf(ctx, ctx.binaryScalar(BinaryFn::gt, x, 0.0),
+                                ctx.binaryScalar(BinaryFn::mul, x, scale),
+                                ctx.binaryScalar(BinaryFn::mul, expm1, alpha * scale)));
 }
 
-/// erfc(x) = 1 - erf(x), in fp32 (absolute error of fp32 erf; eager's relative accuracy
-/// for large x, where erfc underflows toward 0, is not reproduced).
+/// erfc(x) = 1 - erf(x) (absolute error of fp32 erf; eager's relative accuracy for large
+/// x, where erfc underflows toward 0, is not reproduced).
 Values erfcOp(NodeContext &ctx) {
-  Type f32 = ctx.b.getF32Type();
-  Value x = ctx.castTo(ctx.tensor(0), f32);
-  Value y = ctx.binary(BinaryFn::sub, ctx.scalar(f32, 1.0), ctx.unary(UnaryFn::erf, x));
-  return {ctx.castTo(y, ctx.resultType().getElementType())};
-}
-
-// --- Functions composed of Scalar-engine activations, in fp32 and rounded once ------------
-
-/// The op's first operand in fp32, and a function that rounds a fp32 result to the op's
-/// result dtype.
-static Value operandF32(NodeContext &ctx) { return ctx.castTo(ctx.tensor(0), ctx.b.getF32Type()); }
-static Values resultOf(NodeContext &ctx, Value y) {
-  return {ctx.castTo(y, ctx.resultType().getElementType())};
+  return resultOf(ctx, ctx.binary(BinaryFn::sub, ctx.scalar(ctx.b.getF32Type(), 1.0),
+                                  ctx.unary(UnaryFn::erf, operandF32(ctx))));
 }
 
 /// sinh(x) = (exp(x) - exp(-x)) / 2; cosh(x) = (exp(x) + exp(-x)) / 2.

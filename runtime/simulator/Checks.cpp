@@ -26,6 +26,18 @@ void failInstruction(size_t index, const Instruction &inst,
                         opcodeName(inst.opcode) + "): " + problem);
 }
 
+const char *spaceName(MemSpace s) {
+  switch (s) {
+  case MemSpace::Hbm:
+    return "HBM";
+  case MemSpace::Sbuf:
+    return "SBUF";
+  case MemSpace::Psum:
+    return "PSUM";
+  }
+  return "<invalid space>";
+}
+
 namespace {
 
 /// Largest magnitude of an offset, a stride or a dim size.
@@ -43,18 +55,6 @@ std::string toString(__int128 v) {
     digits.insert(digits.begin(),
                   char('0' + int(negative ? -(v % 10) : v % 10)));
   return negative ? "-" + digits : digits;
-}
-
-const char *spaceName(MemSpace s) {
-  switch (s) {
-  case MemSpace::Hbm:
-    return "HBM";
-  case MemSpace::Sbuf:
-    return "SBUF";
-  case MemSpace::Psum:
-    return "PSUM";
-  }
-  return "<invalid space>";
 }
 
 bool isFloatDType(DType t) {

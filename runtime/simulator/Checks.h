@@ -67,6 +67,9 @@ inline void checkPsumBank(size_t index, const Instruction &inst,
     failPsumBank(index, inst, target, byteLo, byteHi);
 }
 
+/// "HBM", "SBUF" or "PSUM", for messages.
+const char *spaceName(MemSpace s);
+
 /// Throws SimulationError with the standard "instruction i (op): " prefix.
 [[noreturn]] void failInstruction(size_t index, const Instruction &inst,
                                   const std::string &problem);

@@ -2,6 +2,7 @@
 #include "runtime/simulator/Hazards.h"
 
 #include "runtime/program/Loops.h"
+#include "runtime/simulator/Checks.h"
 #include "runtime/simulator/Simulator.h"
 
 #include <algorithm>
@@ -287,18 +288,6 @@ HazardDetector::Shadow *HazardDetector::shadowOf(const Footprint &f) {
 }
 
 namespace {
-
-const char *spaceName(MemSpace s) {
-  switch (s) {
-  case MemSpace::Hbm:
-    return "HBM";
-  case MemSpace::Sbuf:
-    return "SBUF";
-  case MemSpace::Psum:
-    return "PSUM";
-  }
-  return "?";
-}
 
 std::string describe(const Program &p, uint32_t index) {
   const Instruction &inst = p.instructions[index];

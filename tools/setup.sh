@@ -49,7 +49,8 @@ wanted = {"pytest": "pytest", "numpy": "numpy", "scikit_build_core": "scikit-bui
           "pybind11": "pybind11", "cmake": "cmake", "ninja": "ninja",
           "pytest_timeout": "pytest-timeout",  # the per-test timeout in pyproject.toml
           "matplotlib": "matplotlib",  # matplotlib: the demo's engine-timeline PNG
-          "expecttest": "expecttest"}  # PyTorch's OpInfo database (bench/opinfo_sweep.py) imports it
+          "expecttest": "expecttest",
+          "transformers": "transformers"}  # HuggingFace models in the device tests and benches  # PyTorch's OpInfo database (bench/opinfo_sweep.py) imports it
 print(" ".join(dist for module, dist in wanted.items() if importlib.util.find_spec(module) is None))
 PY
 )"

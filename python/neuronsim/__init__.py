@@ -12,6 +12,7 @@ except ImportError as _error:  # pragma: no cover - depends on the environment
     ) from _error
 
 from . import bucketing  # noqa: F401 - neuronsim.bucketing after `import neuronsim`
+from . import device as _device
 from . import dtypes as _dtypes
 from . import logs as _logs
 from . import stats as _stats
@@ -76,3 +77,4 @@ def reset() -> None:
 
 
 _register(neuron_backend)
+_device.register()

@@ -15,6 +15,7 @@ from torch.utils.dlpack import to_dlpack
 
 from . import stats
 from .cache import CACHE
+from .device import hbm as device_memory
 from .dtypes import device_dtype
 from .errors import NeuronRuntimeError
 from .graph_export import graph_outputs
@@ -76,6 +77,7 @@ class CompiledGraph:
         self.profile = profile  # trace path (options["profile"]); {graph}, {run} substituted
         self.timing_only = timing_only
         self.check_hazards = check_hazards
+        self.last_sim_ns = 0.0  # simulated time of the latest run
 
     def _trace_path(self) -> str | None:
         if not self.profile:
@@ -89,6 +91,10 @@ class CompiledGraph:
         return path
 
     def __call__(self, args: list[Any]) -> list[Any]:
+        device = _neuron_device(args)
+        if device is not None:
+            # Inputs on the neuron device: the program reads device memory in place.
+            args = [device_memory.host_view(a) if isinstance(a, torch.Tensor) else a for a in args]
         capsules = _input_capsules(args, self.name)
         trace = self._trace_path()
         try:
@@ -115,6 +121,14 @@ class CompiledGraph:
             else _host_tensor(torch.from_dlpack(next(computed)), output, i, self.name)
             for i, output in enumerate(self.outputs)
         ]
+        self.last_sim_ns = float(run_stats["sim_ns"])
+        if device is not None:
+            # Results stay in device memory; the program's time passes on the device clock.
+            results = [
+                device_memory.adopt(r, device) if isinstance(r, torch.Tensor) else r
+                for r in results
+            ]
+            device_memory.advance_clock(device.index or 0, self.last_sim_ns)
         stats.record_run(
             run_stats,
             graph=self.name,
@@ -124,6 +138,13 @@ class CompiledGraph:
         )
         log.debug("ran %s: %.0f simulated ns", self.name, run_stats["sim_ns"])
         return results
+
+
+def _neuron_device(args: Sequence[Any]) -> torch.device | None:
+    for value in args:
+        if isinstance(value, torch.Tensor) and value.device.type == "neuron":
+            return value.device
+    return None
 
 
 # Dtypes the simulator takes as they are (float64 is converted, see dtypes.device_dtype).

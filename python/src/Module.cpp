@@ -86,6 +86,20 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "default_target", [] { return runtime::defaultTarget().name; }, "The default target.");
   m.def(
+      "target_facts",
+      [](const std::string &name) {
+        const runtime::Target *t = runtime::findTarget(name);
+        if (!t)
+          throw py::value_error("unknown target '" + name + "'");
+        py::dict facts;
+        facts["hbm_bytes_per_core"] = t->hbmBytesPerCore;
+        facts["hbm_bytes_per_ns"] = t->hbmBytesPerNs;
+        facts["host_link_bytes_per_ns"] = t->hostLinkBytesPerNs;
+        facts["host_link_latency_ns"] = t->hostLinkLatencyNs;
+        return facts;
+      },
+      py::arg("name"), "The target's memory and host-link numbers (the neuron device uses them).");
+  m.def(
       "version", [] { return std::string(compiler::compilerVersion()); },
       "Compiler version string (part of every cache key).");
 }

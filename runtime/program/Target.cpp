@@ -43,6 +43,9 @@ Target commonCore() {
   // (64 + 1,425 = 1,489 ns). Kernels dominated by many tiny DMAs will look
   // faster here than on hardware.
   t.dmaFixedNs = 64;
+  // ESTIMATE: fixed cost of one host <-> device copy of the `neuron` device
+  // (a DMA descriptor ring round trip over PCIe); no public figure.
+  t.hostLinkLatencyNs = 2000;
   return t;
 }
 
@@ -73,6 +76,8 @@ Target makeTrn1() {
   t.dmaBytesPerNsPerQueue = 17;
   t.hbmBytesPerNs = 820.0 / 2; // HARDWARE.md: 820 GB/s per chip / 2 cores
   t.hbmBytesPerCore = 32 * kGiB / 2; // HARDWARE.md: 32 GiB per chip / 2 cores
+  // ESTIMATE: host link of one chip, PCIe Gen4 x16 (32 GB/s raw) at ~80%.
+  t.hostLinkBytesPerNs = 25;
   // HARDWARE.md: NC-v2 Vector/GpSimd SBUF, Vector/Scalar PSUM
   t.sharedSbufPsumPorts = true;
   return t;
@@ -96,6 +101,8 @@ Target makeTrn2() {
   // HARDWARE.md: 2.9 TB/s per chip (also 3.0) / 8 cores
   t.hbmBytesPerNs = 2900.0 / 8;
   t.hbmBytesPerCore = 96 * kGiB / 8; // HARDWARE.md: 96 GiB per chip / 8 cores
+  // ESTIMATE: host link of one chip, PCIe Gen5 x16 (64 GB/s raw) at ~80%.
+  t.hostLinkBytesPerNs = 50;
   t.sharedSbufPsumPorts = false; // HARDWARE.md: port sharing lifted in NC-v3
   return t;
 }
@@ -119,6 +126,8 @@ Target makeTrn3() {
   // HARDWARE.md: 4.9 TB/s per chip (also 4.7) / 8 cores
   t.hbmBytesPerNs = 4900.0 / 8;
   t.hbmBytesPerCore = 144 * kGiB / 8; // HARDWARE.md: 144 GiB per chip / 8 cores
+  // ESTIMATE: as trn2 (PCIe Gen5 x16 at ~80%).
+  t.hostLinkBytesPerNs = 50;
   t.sharedSbufPsumPorts = false; // HARDWARE.md: lifted since NC-v3
   return t;
 }

@@ -32,6 +32,8 @@ struct Target {
   double dmaDescriptorNs = 0;
   double hbmBytesPerNs = 0;       // per core
   long hbmBytesPerCore = 0;       // HBM capacity of one core (the chip's / cores)
+  double hostLinkBytesPerNs = 0;  // host <-> device copies (the `neuron` device's .to())
+  double hostLinkLatencyNs = 0;   // fixed cost of one host <-> device copy
   bool sharedSbufPsumPorts = false; // NC-v2: Vector/GpSimd share SBUF, Vector/Scalar share PSUM
 };
 

@@ -1,0 +1,46 @@
+"""The `neuron` device: PyTorch's PrivateUse1 backend, renamed (see python/src/NeuronDevice.cpp
+for the native half and eager.py for how ops run)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import torch
+
+_registered = False
+_UNSUPPORTED_DTYPE_HINT = "the NeuronCore has no {dtype}; use float32 or bfloat16"
+
+
+def register() -> None:
+    """Registers `neuron` with PyTorch (idempotent): the PrivateUse1 backend under that name,
+    Tensor.neuron() / .is_neuron, the torch.neuron module and the eager-mode fallback."""
+    global _registered
+    if _registered:
+        return
+    from . import eager, hbm, module
+
+    hbm.load()
+    if torch._C._get_privateuse1_backend_name() != "neuron":
+        torch.utils.rename_privateuse1_backend("neuron")
+    torch.utils.generate_methods_for_privateuse1_backend(
+        for_tensor=True, for_module=True, for_storage=True, for_packed_sequence=True
+    )
+    sys.modules["torch.neuron"] = module
+    torch._register_device_module("neuron", module)
+    count = int(os.environ.get("NEURONSIM_DEVICE_COUNT", "1"))
+    from ..options import resolve_options
+
+    target = resolve_options(None).target
+    hbm.configure(count, target)
+    module._configure(count, target)
+    eager._generator = lambda: module.default_generator()
+    fallback = torch.library.Library("_", "IMPL")
+    fallback.fallback(eager.run_op, "PrivateUse1")
+    kernels = torch.library.Library("aten", "IMPL")
+    eager.register_kernels(kernels)
+    _libraries.extend([fallback, kernels])  # registrations live as long as these objects
+    _registered = True
+
+
+_libraries: list[torch.library.Library] = []

@@ -1,0 +1,405 @@
+"""Eager mode of the `neuron` device.
+
+Every ATen op that reaches the PrivateUse1 key (the ones with a kernel per backend: arithmetic,
+reductions, `.out` variants of structured ops...) lands in `run_op`. It is handled in one of
+three ways, decided once per (op, argument shapes, strides, dtypes, scalars) and cached:
+
+- a view (the op's result aliases an argument without writing it): the CPU kernel computes the
+  view's geometry on a CPU view of device memory; the result is the same view of the device
+  tensor.
+- a program: the op is traced to core ATen on fake tensors (in-place and out= forms
+  functionalized), compiled by the same pipeline as torch.compile graphs, and run on the
+  simulator over device memory; its simulated time advances the device clock.
+- the CPU: an op the compiler cannot take (random ops, data-dependent shapes, unsupported ops
+  or arguments) runs on the CPU over the same memory, with one warning per op, counted in
+  neuronsim.get_fallback_ops() and charged as host transfers of its operands and results.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import logging
+import threading
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.fx
+from torch.fx.experimental.proxy_tensor import make_fx
+from torch.utils import _pytree as pytree
+
+from ..errors import NeuronCompileError
+from ..graph_export import target_name
+from ..partition import _FALLBACKS, unsupported_nodes
+from . import hbm
+
+log = logging.getLogger("neuronsim")
+
+_MAX_ENTRIES = 4096  # cached decisions; the oldest is dropped beyond this (scalars vary)
+
+
+@dataclass
+class EagerStats:
+    ops: int = 0  # op calls on neuron tensors
+    hits: int = 0  # ... whose decision was cached
+    programs_compiled: int = 0
+    views: int = 0
+    program_runs: int = 0
+    cpu_runs: int = 0
+
+
+STATS = EagerStats()
+_lock = threading.Lock()
+_entries: collections.OrderedDict[Any, Callable[..., Any]] = collections.OrderedDict()
+_warned: set[str] = set()
+_generator: Callable[[], torch.Generator] | None = None  # set by module.py
+
+
+def clear() -> None:
+    """Forgets the cached decisions and one-time warnings; zeroes the counters."""
+    global STATS
+    with _lock:
+        _entries.clear()
+        _warned.clear()
+        STATS = EagerStats()
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry point
+
+
+def run_op(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
+    device = _device_of(op, args, kwargs)
+    key = (op, _key_of(args), _key_of(kwargs))
+    STATS.ops += 1
+    with _lock:
+        entry = _entries.get(key)
+        if entry is not None:
+            _entries.move_to_end(key)
+            STATS.hits += 1
+    if entry is None:
+        entry = _decide(op, args, kwargs, device)
+        with _lock:
+            _entries[key] = entry
+            if len(_entries) > _MAX_ENTRIES:
+                _entries.popitem(last=False)
+    return entry(op, args, kwargs, device)
+
+
+def register_kernels(library: torch.library.Library) -> list[str]:
+    """Routes the ops the compiler supports straight to run_op at the PrivateUse1 key, so
+    that e.g. native_layer_norm compiles as itself instead of through PyTorch's generic
+    decomposition for other backends. Only ops with a CPU kernel: they have their own autograd
+    formula, which a backend kernel must not hide."""
+    from ..partition import supported_ops
+
+    routed = []
+    for name in supported_ops():
+        _, op_name, overload = name.split(".")
+        packet = getattr(torch.ops.aten, op_name, None)
+        op = getattr(packet, overload, None) if packet is not None else None
+        if (
+            op is None
+            or not torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "CPU")
+            or torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "PrivateUse1")
+        ):
+            continue
+        library.impl(op, functools.partial(run_op, op), "PrivateUse1")
+        routed.append(name)
+    return routed
+
+
+def _device_of(op: torch._ops.OpOverload, args: Sequence[Any], kwargs: dict[str, Any]):
+    """The neuron device the op runs on; a non-scalar CPU tensor among its arguments is the
+    error PyTorch gives for tensors on two devices."""
+    device: torch.device | None = None
+    other: torch.device | None = None
+    for value in pytree.tree_leaves((args, kwargs)):
+        if isinstance(value, torch.Tensor):
+            if value.device.type == "neuron":
+                if device is not None and device != value.device:
+                    other = value.device
+                device = device or value.device
+            elif value.dim() > 0 or value.device.type != "cpu":
+                other = value.device
+        elif isinstance(value, torch.device) and value.type == "neuron":
+            device = device or value
+    if device is None:
+        device = torch.device("neuron", torch.neuron.current_device())
+    if device.index is None:
+        device = torch.device("neuron", torch.neuron.current_device())
+    if other is not None:
+        raise RuntimeError(
+            f"Expected all tensors to be on the same device, but found at least two devices, "
+            f"{device} and {other}! (in {op.name()}; move them with .to('{device}') first)"
+        )
+    return device
+
+
+def _key_of(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return (tuple(value.shape), value.stride(), value.dtype, value.device.type)
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, *(_key_of(v) for v in value))
+    if isinstance(value, dict):
+        return tuple((k, _key_of(v)) for k, v in sorted(value.items()))
+    if isinstance(value, float):
+        return ("float", repr(value))  # NaN equals itself as a string
+    if isinstance(value, torch.Generator):
+        return ("generator",)
+    return (type(value).__name__, value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Deciding how an op runs
+
+
+def _decide(op: torch._ops.OpOverload, args: Any, kwargs: Any, device: torch.device):
+    schema = op._schema
+    returns = schema.returns
+    if any(r.alias_info is not None and not r.alias_info.is_write for r in returns):
+        return _run_view
+    if not returns or any(not _is_tensor_type(r.type) for r in returns):
+        return _cpu_entry(op, "it returns a non-tensor value")
+    try:
+        return _program_entry(op, args, kwargs)
+    except _NotForTheDevice as reason:
+        return _cpu_entry(op, str(reason))
+
+
+class _NotForTheDevice(Exception):
+    pass
+
+
+def _is_tensor_type(t: Any) -> bool:
+    return isinstance(t, torch.TensorType) or (
+        isinstance(t, torch.ListType) and isinstance(t.getElementType(), torch.TensorType)
+    )
+
+
+def _mutated_tensors(op: torch._ops.OpOverload, args: Sequence[Any], kwargs: dict[str, Any]):
+    """The tensors the op writes (in-place self, out=), in schema order."""
+    written: list[torch.Tensor] = []
+    for index, argument in enumerate(op._schema.arguments):
+        if argument.alias_info is None or not argument.alias_info.is_write:
+            continue
+        if argument.kwarg_only or index >= len(args):
+            value = kwargs.get(argument.name)
+        else:
+            value = args[index]
+        written.extend(v for v in pytree.tree_leaves(value) if isinstance(v, torch.Tensor))
+    return written
+
+
+@dataclass
+class _Program:
+    """An op compiled to a program. Its graph takes the op's tensor arguments (flattened) and
+    returns the op's fresh results, then the new values of the tensors it writes."""
+
+    compiled: Any
+    fresh_results: int
+
+    def __call__(self, op, args, kwargs, device: torch.device) -> Any:
+        tensors = [v for v in pytree.tree_leaves((args, kwargs)) if isinstance(v, torch.Tensor)]
+        outputs = self.compiled([hbm.host_view(t) for t in tensors])
+        index = device.index or 0
+        hbm.advance_clock(index, self.compiled.last_sim_ns)
+        STATS.program_runs += 1
+        fresh = outputs[: self.fresh_results]
+        for target, value in zip(_mutated_tensors(op, args, kwargs), outputs[self.fresh_results :]):
+            if target.shape != value.shape:  # an out= tensor the op resizes
+                target.resize_(value.shape)
+            hbm.host_view(target).copy_(value)
+        return _assemble(op, args, kwargs, [hbm.adopt(t, device) for t in fresh])
+
+
+def _program_entry(op: torch._ops.OpOverload, args: Any, kwargs: Any) -> _Program:
+    from ..backend import _decompositions
+    from ..compiler import compile_fx_graph
+    from ..options import resolve_options
+
+    flat, spec = pytree.tree_flatten((args, kwargs))
+    positions = [i for i, v in enumerate(flat) if isinstance(v, torch.Tensor)]
+    written_ids = {id(t) for t in _mutated_tensors(op, args, kwargs)}
+    # Each written tensor once, at its first position (out= may alias self).
+    written_positions: list[int] = []
+    for i in positions:
+        if id(flat[i]) in written_ids and all(flat[j] is not flat[i] for j in written_positions):
+            written_positions.append(i)
+    aliased_returns = [r.alias_info is not None for r in op._schema.returns]
+
+    def functional(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        values = list(flat)
+        for position, tensor in zip(positions, tensors):
+            values[position] = tensor
+        copies = {}
+        for position in written_positions:
+            copies[position] = values[position].clone()
+        for position in positions:
+            for original in written_positions:
+                if flat[position] is flat[original]:
+                    values[position] = copies[original]
+        a, k = pytree.tree_unflatten(values, spec)
+        result = op(*a, **k)
+        results = result if isinstance(result, (tuple, list)) else (result,)
+        fresh = []
+        for value, aliased in zip(results, aliased_returns):
+            if not aliased:
+                fresh.extend(pytree.tree_leaves(value))
+        return (*fresh, *(copies[p] for p in written_positions))
+
+    host_inputs = [hbm.host_view(flat[i]) for i in positions]
+    try:
+        gm = make_fx(
+            torch.func.functionalize(functional, remove="mutations_and_views"),
+            tracing_mode="fake",
+            decomposition_table=_decompositions(),
+        )(*host_inputs)
+    except Exception as error:  # data-dependent shapes, ops without fake kernels, ...
+        raise _NotForTheDevice(f"it cannot be traced ({type(error).__name__}: {error})") from None
+    problems = unsupported_nodes(gm)
+    if problems:
+        described = sorted({target_name(n.target) + (f" on {p}" if p else "") for n, p in problems})
+        raise _NotForTheDevice(f"the compiler does not support {', '.join(described)}")
+    fresh_results = len(_fresh_outputs(gm)) - len(written_positions)
+    try:
+        compiled = compile_fx_graph(gm, host_inputs, resolve_options(None), kind="eager")
+    except NeuronCompileError as error:
+        raise _NotForTheDevice(str(error).splitlines()[0]) from None
+    STATS.programs_compiled += 1
+    return _Program(compiled, fresh_results)
+
+
+def _fresh_outputs(gm: torch.fx.GraphModule) -> list[Any]:
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    return list(pytree.tree_leaves(output.args[0]))
+
+
+def _assemble(op, args, kwargs, fresh: list[torch.Tensor]) -> Any:
+    """The op's return value: written arguments as themselves, fresh results in order."""
+    results = []
+    fresh_iter = iter(fresh)
+    written = iter(_returned_written(op, args, kwargs))
+    for r in op._schema.returns:
+        if r.alias_info is not None:
+            results.append(next(written))
+        elif isinstance(r.type, torch.ListType):
+            results.append(list(fresh_iter))
+        else:
+            results.append(next(fresh_iter))
+    return results[0] if len(results) == 1 else tuple(results)
+
+
+def _returned_written(op, args, kwargs) -> list[Any]:
+    """The arguments the op returns as itself (its `Tensor(a!)` returns), in return order."""
+    by_set: dict[str, Any] = {}
+    for index, argument in enumerate(op._schema.arguments):
+        if argument.alias_info is None:
+            continue
+        if argument.kwarg_only or index >= len(args):
+            value = kwargs.get(argument.name)
+        else:
+            value = args[index]
+        for name in argument.alias_info.before_set:
+            by_set.setdefault(name, value)
+    out = []
+    for r in op._schema.returns:
+        if r.alias_info is not None:
+            out.append(by_set[next(iter(r.alias_info.before_set))])
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Views
+
+
+def _run_view(op, args, kwargs, device: torch.device) -> Any:
+    STATS.views += 1
+    bases = _neuron_tensors((args, kwargs))
+    host_args, host_kwargs = pytree.tree_map_only(torch.Tensor, hbm.host_view, (args, kwargs))
+    result = op(*host_args, **host_kwargs)
+    return pytree.tree_map_only(torch.Tensor, lambda v: _device_view(v, bases, device), result)
+
+
+def _device_view(view: torch.Tensor, bases: Sequence[torch.Tensor], device: torch.device):
+    """The device tensor whose memory `view` (a CPU view of device memory) covers."""
+    for base in bases:
+        if _covers(base, view) and view.dtype == base.dtype:
+            offset = (view.data_ptr() - base.untyped_storage().data_ptr()) // base.element_size()
+            return base.as_strided(view.shape, view.stride(), offset)
+    return hbm.adopt(view, device)  # a fresh tensor after all
+
+
+# ---------------------------------------------------------------------------------------------
+# The CPU
+
+
+def _cpu_entry(op: torch._ops.OpOverload, reason: str):
+    name = op.name()
+    with _lock:
+        first = name not in _warned
+        _warned.add(name)
+    if first:
+        warnings.warn(
+            f"neuron: {name} runs on the CPU, not on the simulated device: {reason}. "
+            f"Its operands and results are charged as host transfers; "
+            f"neuronsim.get_fallback_ops() counts its calls.",
+            UserWarning,
+            stacklevel=5,  # the user's line (run_op, _decide, _cpu_entry, warn in between)
+        )
+    generator_arg = next(
+        (a.name for a in op._schema.arguments if a.name == "generator"), None
+    )
+
+    def run_on_cpu(op, args, kwargs, device: torch.device) -> Any:
+        STATS.cpu_runs += 1
+        _FALLBACKS.add({_fallback_name(op): 1})
+        index = device.index or 0
+        operands = _neuron_tensors((args, kwargs))
+        for tensor in operands:
+            hbm.count_host_transfer(index, False, tensor.numel() * tensor.element_size())
+        host_args, host_kwargs = pytree.tree_map_only(torch.Tensor, hbm.host_view, (args, kwargs))
+        if generator_arg and host_kwargs.get(generator_arg) is None and _generator is not None:
+            host_kwargs = {**host_kwargs, generator_arg: _generator()}
+        result = op(*host_args, **host_kwargs)
+        for tensor in _mutated_tensors(op, args, kwargs):
+            hbm.count_host_transfer(index, True, tensor.numel() * tensor.element_size())
+        # An argument the op returns as itself (in-place, out=) comes back as the device tensor.
+        device_of_host = {
+            id(host): original
+            for host, original in zip(
+                pytree.tree_leaves((host_args, host_kwargs)), pytree.tree_leaves((args, kwargs))
+            )
+            if isinstance(original, torch.Tensor)
+        }
+
+        def back(value: Any) -> Any:
+            if not isinstance(value, torch.Tensor):
+                return value
+            if id(value) in device_of_host:
+                return device_of_host[id(value)]
+            if any(_covers(base, value) for base in operands):
+                return _device_view(value, operands, device)
+            return value.to(device)  # counted as a host-to-device copy
+
+        return pytree.tree_map(back, result)
+
+    return run_on_cpu
+
+
+def _neuron_tensors(tree: Any) -> list[torch.Tensor]:
+    leaves = pytree.tree_leaves(tree)
+    return [v for v in leaves if isinstance(v, torch.Tensor) and v.device.type == "neuron"]
+
+
+def _covers(base: torch.Tensor, view: torch.Tensor) -> bool:
+    """True if `view` (a CPU tensor) points into the device memory of `base`."""
+    storage = base.untyped_storage()
+    return storage.data_ptr() <= view.data_ptr() < storage.data_ptr() + storage.nbytes()
+
+
+def _fallback_name(op: torch._ops.OpOverload) -> str:
+    return f"aten.{op._opname}.{op._overloadname}" if op.namespace == "aten" else op.name()

@@ -1,0 +1,218 @@
+"""`torch.neuron`: the device module PyTorch finds for the `neuron` device (as torch.cuda for
+CUDA). Everything runs synchronously on the simulator, so synchronize() returns at once and
+streams and events carry simulated timestamps (the device clock)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import torch
+
+from . import hbm
+
+_state = threading.local()
+_device_count = 1
+_target = "trn2"
+_generators: list[torch.Generator] = []
+_initial_seeds: list[int] = []
+
+
+def _configure(device_count: int, target: str) -> None:
+    global _device_count, _target
+    _device_count, _target = device_count, target
+    _generators[:] = [torch.Generator() for _ in range(device_count)]
+    _initial_seeds[:] = [g.initial_seed() for g in _generators]
+
+
+def _index(device: Any = None) -> int:
+    if device is None:
+        return current_device()
+    if isinstance(device, int):
+        index = device
+    else:
+        device = torch.device(device)
+        if device.type != "neuron":
+            raise ValueError(f"expected a neuron device, got {device}")
+        index = current_device() if device.index is None else device.index
+    if not 0 <= index < _device_count:
+        raise RuntimeError(
+            f"neuron: invalid device index {index} (device_count() is {_device_count})"
+        )
+    return index
+
+
+def is_available() -> bool:
+    return _device_count > 0
+
+
+def is_initialized() -> bool:
+    return True
+
+
+def _lazy_init() -> None:
+    pass
+
+
+def _is_in_bad_fork() -> bool:
+    return False
+
+
+def device_count() -> int:
+    return _device_count
+
+
+def current_device() -> int:
+    return torch.accelerator.current_device_index()
+
+
+def set_device(device: Any) -> None:
+    torch.accelerator.set_device_index(_index(device))
+
+
+class device:
+    """Context manager that makes `device` current: `with torch.neuron.device(1): ...`"""
+
+    def __init__(self, device: Any) -> None:
+        self.index = _index(device)
+        self.previous = -1
+
+    def __enter__(self) -> None:
+        self.previous = current_device()
+        set_device(self.index)
+
+    def __exit__(self, *exc: Any) -> None:
+        set_device(self.previous)
+
+
+def synchronize(device: Any = None) -> None:
+    """Returns at once: the simulator has finished every program when its call returns."""
+    _index(device)
+
+
+def get_device_name(device: Any = None) -> str:
+    _index(device)
+    return f"NeuronCore (simulated {_target})"
+
+
+def target() -> str:
+    """The simulated target the device models (NEURONSIM_TARGET at import)."""
+    return _target
+
+
+def is_bf16_supported() -> bool:
+    return True
+
+
+def get_amp_supported_dtype() -> list[torch.dtype]:
+    return [torch.bfloat16, torch.float16]
+
+
+# Random numbers: one CPU generator per device (random ops run on the CPU, over device memory).
+
+
+def default_generator(device: Any = None) -> torch.Generator:
+    return _generators[_index(device)]
+
+
+def manual_seed(seed: int) -> None:
+    default_generator().manual_seed(int(seed))
+
+
+def manual_seed_all(seed: int) -> None:
+    for generator in _generators:
+        generator.manual_seed(int(seed))
+
+
+def seed() -> None:
+    default_generator().seed()
+
+
+def seed_all() -> None:
+    for generator in _generators:
+        generator.seed()
+
+
+def initial_seed() -> int:
+    return default_generator().initial_seed()
+
+
+def get_rng_state(device: Any = "neuron") -> torch.Tensor:
+    return default_generator(device).get_state()
+
+
+def set_rng_state(new_state: torch.Tensor, device: Any = "neuron") -> None:
+    default_generator(device).set_state(new_state)
+
+
+def get_rng_state_all() -> list[torch.Tensor]:
+    return [g.get_state() for g in _generators]
+
+
+def set_rng_state_all(states: list[torch.Tensor]) -> None:
+    for generator, state in zip(_generators, states):
+        generator.set_state(state)
+
+
+# Memory: the simulated HBM of each device (the target's HBM per core).
+
+
+def memory_allocated(device: Any = None) -> int:
+    """Bytes of device memory held by live tensors."""
+    return hbm.memory_stats(_index(device))[0]
+
+
+def max_memory_allocated(device: Any = None) -> int:
+    """The peak of memory_allocated() since start or reset_peak_memory_stats()."""
+    return hbm.memory_stats(_index(device))[1]
+
+
+def memory_reserved(device: Any = None) -> int:
+    """As memory_allocated(): the allocator caches nothing."""
+    return memory_allocated(device)
+
+
+def max_memory_reserved(device: Any = None) -> int:
+    return max_memory_allocated(device)
+
+
+def reset_peak_memory_stats(device: Any = None) -> None:
+    hbm.reset_peak(_index(device))
+
+
+def reset_max_memory_allocated(device: Any = None) -> None:
+    reset_peak_memory_stats(device)
+
+
+def mem_get_info(device: Any = None) -> tuple[int, int]:
+    """(free, total) bytes of the device's simulated HBM."""
+    allocated, _, capacity, _ = hbm.memory_stats(_index(device))
+    return capacity - allocated, capacity
+
+
+def memory_stats(device: Any = None) -> dict[str, Any]:
+    """Memory and transfer counters of the device, with the simulated clock:
+    allocated_bytes.all.current / .peak, num_alloc_retries (always 0), capacity_bytes,
+    active.all.current (live allocations), and host_to_device_* / device_to_host_* /
+    device_to_device_* (count, bytes, ns) and clock_ns."""
+    index = _index(device)
+    allocated, peak, capacity, count = hbm.memory_stats(index)
+    return {
+        "allocated_bytes.all.current": allocated,
+        "allocated_bytes.all.peak": peak,
+        "reserved_bytes.all.current": allocated,
+        "active.all.current": count,
+        "capacity_bytes": capacity,
+        "num_alloc_retries": 0,
+        "num_ooms": 0,
+        **hbm.transfer_stats(index),
+    }
+
+
+def empty_cache() -> None:
+    """Nothing to free: memory returns to the device when its last tensor goes."""
+
+
+def simulated_time_ns(device: Any = None) -> float:
+    """The device clock: simulated ns of every program, eager op and copy run on it so far."""
+    return hbm.transfer_stats(_index(device))["clock_ns"]

@@ -12,6 +12,7 @@ except ImportError as _error:  # pragma: no cover - depends on the environment
     ) from _error
 
 from . import bucketing  # noqa: F401 - neuronsim.bucketing after `import neuronsim`
+from . import profiler  # noqa: F401 - neuronsim.profiler.export_chrome_trace
 from . import device as _device
 from . import dtypes as _dtypes
 from . import logs as _logs

@@ -13,7 +13,7 @@ import torch
 import torch.fx
 from torch.utils.dlpack import to_dlpack
 
-from . import stats
+from . import profiler, stats
 from .cache import CACHE
 from .device import hbm as device_memory
 from .dtypes import device_dtype
@@ -90,15 +90,9 @@ class CompiledGraph:
             os.makedirs(directory, exist_ok=True)
         return path
 
-    def __call__(self, args: list[Any]) -> list[Any]:
-        device = _neuron_device(args)
-        if device is not None:
-            # Inputs on the neuron device: the program reads device memory in place.
-            args = [device_memory.host_view(a) if isinstance(a, torch.Tensor) else a for a in args]
-        capsules = _input_capsules(args, self.name)
-        trace = self._trace_path()
+    def _run(self, capsules: list[Any], trace: str | None) -> tuple[list[Any], dict[str, Any]]:
         try:
-            capsules_out, run_stats = self.program.run(
+            return self.program.run(
                 capsules,
                 timing_only=self.timing_only,
                 trace=trace,
@@ -107,6 +101,19 @@ class CompiledGraph:
             )
         except (RuntimeError, ValueError) as error:  # SimulationError is a RuntimeError
             raise NeuronRuntimeError(f"graph {self.name}: {error}") from None
+
+    def __call__(self, args: list[Any]) -> list[Any]:
+        device = _neuron_device(args)
+        if device is not None:
+            # Inputs on the neuron device: the program reads device memory in place.
+            args = [device_memory.host_view(a) if isinstance(a, torch.Tensor) else a for a in args]
+        capsules = _input_capsules(args, self.name)
+        trace = self._trace_path()
+        if trace is None and profiler.profiling():
+            with profiler.profiled_run(self.name) as profiled_trace:
+                capsules_out, run_stats = self._run(capsules, profiled_trace)
+        else:
+            capsules_out, run_stats = self._run(capsules, trace)
         if trace:
             log.info("wrote the trace of %s to %s", self.name, trace)
         if len(capsules_out) != self.num_computed:

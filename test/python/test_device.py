@@ -329,3 +329,27 @@ def test_eager_opinfo_samples_match_cpu(name):
                 torch.testing.assert_close(g.cpu(), e, rtol=1.3e-4, atol=1e-5, equal_nan=True)
             else:
                 assert g == e
+
+
+def test_profiler_trace_has_simulated_engine_lanes_beside_host_ops(tmp_path):
+    import json
+
+    x = torch.randn(256, 256, device=DEV)
+    model = torch.nn.Linear(256, 256).to(DEV)
+    compiled = torch.compile(model, backend="neuron", dynamic=False)
+    compiled(x)
+    with torch.profiler.profile() as prof:
+        y = x * 2
+        compiled(y)
+    path = neuronsim.profiler.export_chrome_trace(prof, str(tmp_path / "trace.json"))
+    events = json.load(open(path))["traceEvents"]
+    marks = {e["name"]: e for e in events if str(e.get("name", "")).startswith("neuron::")}
+    assert any(name.startswith("neuron::eager_") for name in marks)  # the eager mul
+    assert any(name.startswith("neuron::forward_") for name in marks)  # the compiled graph
+    assert any(e.get("name") == "aten::mul" for e in events)  # host ops stay
+    simulated = [e for e in events if e.get("ph") == "X" and e.get("args", {}).get("run")]
+    assert {e["cat"] for e in simulated} >= {"dma", "tensor"}
+    for event in simulated:  # each instruction starts at or after its run's host mark
+        assert event["ts"] >= marks[event["args"]["run"]]["ts"]
+    names = {e["args"]["name"] for e in events if e.get("name") == "process_name"}
+    assert "neuron (simulated NeuronCore)" in names

@@ -323,19 +323,15 @@ at::Tensor hostAlias(const at::Tensor &t) {
       data, t.sizes(), t.strides(), [storage](void *) {}, t.options().device(at::kCPU));
 }
 
-/// The dtypes the simulator computes in; others are refused where a tensor is made.
+/// Device memory holds any real dtype: ops on the ones the simulator does not compute in
+/// (float64, int16, ...) run on the CPU with the fallback warning, exactly. Complex, quantized
+/// and bit-packed tensors have no place on a NeuronCore and are refused where they would be made.
 c10::ScalarType checkedDtype(std::optional<c10::ScalarType> dtype) {
   const c10::ScalarType t = c10::dtype_or_default(dtype);
-  switch (t) {
-  case c10::ScalarType::Float: case c10::ScalarType::BFloat16: case c10::ScalarType::Half:
-  case c10::ScalarType::Long: case c10::ScalarType::Int: case c10::ScalarType::Char:
-  case c10::ScalarType::Byte: case c10::ScalarType::Bool:
-    return t;
-  default:
-    TORCH_CHECK_TYPE(false, "neuron: ", t, " tensors are not supported on the neuron device "
-                     "(the simulated NeuronCore computes in float32, bfloat16, float16, int64, "
-                     "int32, int8, uint8 and bool); convert with .to(torch.float32) first");
-  }
+  TORCH_CHECK_TYPE(!c10::isComplexType(t) && !c10::isQIntType(t) && !c10::isBitsType(t),
+                   "neuron: ", t, " tensors are not supported on the neuron device (the "
+                   "NeuronCore has no complex, quantized or bit-packed types)");
+  return t;
 }
 
 /// A neuron tensor over the memory of `result`, a contiguous CPU tensor the simulator wrote:

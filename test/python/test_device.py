@@ -105,10 +105,20 @@ def test_cross_device_op_is_the_usual_error():
 
 
 def test_unsupported_dtype_is_a_type_error():
-    with pytest.raises(TypeError, match=r"neuron: Double tensors are not supported"):
-        torch.zeros(2, dtype=torch.float64, device=DEV)
     with pytest.raises(TypeError, match=r"neuron: ComplexFloat tensors are not supported"):
         torch.zeros(2, dtype=torch.complex64).to(DEV)
+    with pytest.raises(TypeError, match=r"neuron: ComplexDouble tensors are not supported"):
+        torch.zeros(2, dtype=torch.complex128, device=DEV)
+
+
+def test_float64_is_held_and_computed_exactly_on_the_cpu():
+    x = torch.tensor([1.0, 1e-17], dtype=torch.float64)
+    nx = x.to(DEV)
+    with pytest.warns(UserWarning, match=r"neuron: aten::add.Tensor runs on the CPU.*float64"):
+        y = nx + 1.0
+    assert y.dtype == torch.float64 and y.device == DEV
+    assert torch.equal(y.cpu(), x + 1.0)  # 1 + 1e-17 rounds as in float64, not float32
+    assert "tensor([" in repr(torch.randn(3, device=DEV))  # printing uses float64 internally
 
 
 def test_out_of_memory_names_the_sizes():

@@ -252,6 +252,7 @@ def _program_entry(op: torch._ops.OpOverload, args: Any, kwargs: Any) -> _Progra
         return (*fresh, *(copies[p] for p in written_positions))
 
     host_inputs = [hbm.host_view(flat[i]) for i in positions]
+    _check_compute_dtypes(t.dtype for t in host_inputs)
     try:
         gm = make_fx(
             torch.func.functionalize(functional, remove="mutations_and_views"),
@@ -260,6 +261,9 @@ def _program_entry(op: torch._ops.OpOverload, args: Any, kwargs: Any) -> _Progra
         )(*host_inputs)
     except Exception as error:  # data-dependent shapes, ops without fake kernels, ...
         raise _NotForTheDevice(f"it cannot be traced ({type(error).__name__}: {error})") from None
+    _check_compute_dtypes(
+        v.dtype for v in pytree.tree_leaves(_fresh_outputs_meta(gm)) if isinstance(v, torch.Tensor)
+    )
     problems = unsupported_nodes(gm)
     if problems:
         described = sorted({target_name(n.target) + (f" on {p}" if p else "") for n, p in problems})
@@ -271,6 +275,20 @@ def _program_entry(op: torch._ops.OpOverload, args: Any, kwargs: Any) -> _Progra
         raise _NotForTheDevice(str(error).splitlines()[0]) from None
     STATS.programs_compiled += 1
     return _Program(compiled, fresh_results)
+
+
+def _check_compute_dtypes(dtypes: Any) -> None:
+    """Eager ops compute exactly in their dtype: float64 (which compiled graphs run as float32,
+    with a warning) and dtypes the simulator lacks run on the CPU instead."""
+    from ..runner import _DEVICE_DTYPES
+
+    for dtype in dtypes:
+        if dtype not in _DEVICE_DTYPES:
+            raise _NotForTheDevice(f"the simulator does not compute in {str(dtype)[6:]}")
+
+
+def _fresh_outputs_meta(gm: torch.fx.GraphModule) -> list[Any]:
+    return [n.meta.get("val") if isinstance(n, torch.fx.Node) else n for n in _fresh_outputs(gm)]
 
 
 def _fresh_outputs(gm: torch.fx.GraphModule) -> list[Any]:

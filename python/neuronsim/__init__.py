@@ -66,12 +66,14 @@ def compiler_version() -> str:
 
 
 def reset() -> None:
-    """Empties the compile cache and its counters, the last run's stats, the fallback op counts
-    (get_fallback_ops) and one-time warnings.
+    """Empties the compile cache and its counters, the neuron device's cache of eager-op
+    programs, the last run's stats, the fallback op counts (get_fallback_ops) and one-time
+    warnings.
 
     Dynamo keeps its own compiled frames; call torch._dynamo.reset() to drop those too.
     """
     _CACHE.clear()
+    _device.eager.clear()
     _stats.clear()
     clear_op_tracking()
     _dtypes.reset_float64_warning()

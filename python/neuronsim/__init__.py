@@ -14,6 +14,7 @@ except ImportError as _error:  # pragma: no cover - depends on the environment
 from . import bucketing  # noqa: F401 - neuronsim.bucketing after `import neuronsim`
 from . import profiler  # noqa: F401 - neuronsim.profiler.export_chrome_trace
 from . import device as _device
+from . import distributed as _distributed
 from . import dtypes as _dtypes
 from . import logs as _logs
 from . import stats as _stats
@@ -81,3 +82,4 @@ def reset() -> None:
 
 _register(neuron_backend)
 _device.register()
+_distributed.register()

@@ -18,6 +18,14 @@ class Measurement:
 
     For a training step (forward, backward and optimizer graphs) this is the step's
     simulated device time: graphs run one after another on the one NeuronCore.
+
+    On the `neuron` device it also reads the device clock, which every compiled graph, eager
+    op, host copy and collective advances: device_ns (the block's simulated time on this rank),
+    and for torch.distributed with the `neuron` backend, comm_ns (collectives' own time),
+    comm_wait_ns (waiting for slower ranks to reach a collective), exposed_comm_ns (the part
+    of both not overlapped with compute: all of it, collectives block this rank's timeline),
+    compute_ns (device_ns minus exposed communication) and collectives (each one timed).
+    per_rank() gathers these from every rank.
     """
 
     def __init__(self) -> None:
@@ -25,6 +33,12 @@ class Measurement:
         self.flops = 0
         self.hbm_bytes = 0
         self.runs: list[dict[str, Any]] = []
+        self.device_ns = 0.0
+        self.comm_ns = 0.0
+        self.comm_wait_ns = 0.0
+        self.collectives: list[Any] = []
+        self._clock0: float | None = None
+        self._mark = 0
 
     def add(self, run: dict[str, Any]) -> None:
         self.sim_ns += run.get("sim_ns", 0.0)
@@ -32,17 +46,66 @@ class Measurement:
         self.hbm_bytes += run.get("hbm_bytes", 0)
         self.runs.append(run)
 
+    @property
+    def exposed_comm_ns(self) -> float:
+        return self.comm_ns + self.comm_wait_ns
+
+    @property
+    def compute_ns(self) -> float:
+        return self.device_ns - self.exposed_comm_ns
+
+    def summary(self) -> dict[str, Any]:
+        """The block's numbers as a dict (what per_rank() exchanges)."""
+        return {
+            "device_ns": self.device_ns,
+            "compute_ns": self.compute_ns,
+            "comm_ns": self.comm_ns,
+            "comm_wait_ns": self.comm_wait_ns,
+            "exposed_comm_ns": self.exposed_comm_ns,
+            "start_ns": self._clock0 or 0.0,
+            "collectives": [c.as_dict() for c in self.collectives],
+        }
+
+    def per_rank(self) -> list[dict[str, Any]]:
+        """summary() of every rank of the default process group, in rank order (through the
+        group's store: no collective, no simulated time). Call it on every rank."""
+        from .distributed.gather import gather_summaries
+
+        return gather_summaries(self.summary())
+
     def __enter__(self) -> Measurement:
         with _lock:
             _measurements.append(self)
+        self._clock0 = _device_clock()
+        if self._clock0 is not None:
+            from .distributed import record
+
+            self._mark = record.position()
         return self
 
     def __exit__(self, *exc: object) -> None:
         with _lock:
             _measurements.remove(self)
+        clock = _device_clock()
+        if self._clock0 is not None and clock is not None:
+            from .distributed import record
+
+            self.device_ns = clock - self._clock0
+            self.collectives = record.since(self._mark)
+            self.comm_ns = sum(c.comm_ns for c in self.collectives)
+            self.comm_wait_ns = sum(c.wait_ns for c in self.collectives)
 
     def __repr__(self) -> str:
         return f"Measurement(sim_ns={self.sim_ns:.0f}, runs={len(self.runs)})"
+
+
+def _device_clock() -> float | None:
+    import torch
+
+    neuron = getattr(torch, "neuron", None)
+    if neuron is None or not hasattr(neuron, "simulated_time_ns"):
+        return None
+    return float(neuron.simulated_time_ns())
 
 
 def measure() -> Measurement:

@@ -96,6 +96,14 @@ PYBIND11_MODULE(_C, m) {
         facts["hbm_bytes_per_ns"] = t->hbmBytesPerNs;
         facts["host_link_bytes_per_ns"] = t->hostLinkBytesPerNs;
         facts["host_link_latency_ns"] = t->hostLinkLatencyNs;
+        facts["logical_cores_per_chip"] = t->logicalCoresPerChip;
+        facts["chips_per_node"] = t->chipsPerNode;
+        facts["on_chip_bytes_per_ns"] = t->onChipBytesPerNs;
+        facts["on_chip_latency_ns"] = t->onChipLatencyNs;
+        facts["chip_link_bytes_per_ns"] = t->chipLinkBytesPerNs;
+        facts["chip_link_latency_ns"] = t->chipLinkLatencyNs;
+        facts["node_link_bytes_per_ns"] = t->nodeLinkBytesPerNs;
+        facts["node_link_latency_ns"] = t->nodeLinkLatencyNs;
         return facts;
       },
       py::arg("name"), "The target's memory and host-link numbers (the neuron device uses them).");

@@ -46,6 +46,11 @@ Target commonCore() {
   // ESTIMATE: fixed cost of one host <-> device copy of the `neuron` device
   // (a DMA descriptor ring round trip over PCIe); no public figure.
   t.hostLinkLatencyNs = 2000;
+  // ESTIMATE: per-step latencies of a ring collective (CC-core handshake plus
+  // DMA start): on one chip, over NeuronLink, and over EFA between instances.
+  t.onChipLatencyNs = 1500;
+  t.chipLinkLatencyNs = 3000;
+  t.nodeLinkLatencyNs = 15000;
   return t;
 }
 
@@ -78,6 +83,13 @@ Target makeTrn1() {
   t.hbmBytesPerCore = 32 * kGiB / 2; // HARDWARE.md: 32 GiB per chip / 2 cores
   // ESTIMATE: host link of one chip, PCIe Gen4 x16 (32 GB/s raw) at ~80%.
   t.hostLinkBytesPerNs = 25;
+  t.logicalCoresPerChip = 2; // HARDWARE.md: 2 NeuronCore-v2 per chip, one rank each
+  t.chipsPerNode = 16;       // HARDWARE.md: trn1.32xlarge, 16 chips (4-D hypercube)
+  // ESTIMATE: between the two cores of a chip through HBM: half its bandwidth.
+  t.onChipBytesPerNs = 820.0 / 2;
+  // ESTIMATE: NeuronLink-v2, no per-chip figure published; 4 links x 96 GB/s.
+  t.chipLinkBytesPerNs = 384;
+  t.nodeLinkBytesPerNs = 800.0 / 8; // HARDWARE.md: trn1.32xlarge EFA 800 Gbps
   // HARDWARE.md: NC-v2 Vector/GpSimd SBUF, Vector/Scalar PSUM
   t.sharedSbufPsumPorts = true;
   return t;
@@ -103,6 +115,18 @@ Target makeTrn2() {
   t.hbmBytesPerCore = 96 * kGiB / 8; // HARDWARE.md: 96 GiB per chip / 8 cores
   // ESTIMATE: host link of one chip, PCIe Gen5 x16 (64 GB/s raw) at ~80%.
   t.hostLinkBytesPerNs = 50;
+  // HARDWARE.md: LNC=2 (the default) pairs the 8 physical cores: 4 ranks per chip.
+  t.logicalCoresPerChip = 4;
+  t.chipsPerNode = 16; // HARDWARE.md: trn2.48xlarge, 16 chips on a 4x4 torus
+  // ESTIMATE: between logical cores of a chip through HBM: a quarter of the
+  // chip's bandwidth for each pair.
+  t.onChipBytesPerNs = 2900.0 / 4;
+  // ESTIMATE: NeuronLink-v3 per chip; not in the pages read. Half of NC-v4's
+  // published 2.56 TB/s per chip (trn3 below).
+  t.chipLinkBytesPerNs = 1280;
+  // ESTIMATE: EFA of a trn2.48xlarge, 3.2 Tbps (the instance page; not in
+  // HARDWARE.md).
+  t.nodeLinkBytesPerNs = 3200.0 / 8;
   t.sharedSbufPsumPorts = false; // HARDWARE.md: port sharing lifted in NC-v3
   return t;
 }
@@ -128,6 +152,12 @@ Target makeTrn3() {
   t.hbmBytesPerCore = 144 * kGiB / 8; // HARDWARE.md: 144 GiB per chip / 8 cores
   // ESTIMATE: as trn2 (PCIe Gen5 x16 at ~80%).
   t.hostLinkBytesPerNs = 50;
+  t.logicalCoresPerChip = 4; // ESTIMATE: LNC=2 as on trn2 (8 cores per chip)
+  t.chipsPerNode = 16;       // ESTIMATE: as trn2.48xlarge
+  t.onChipBytesPerNs = 4900.0 / 4; // ESTIMATE: as trn2, from HBM bandwidth
+  // HARDWARE.md: NeuronLink-v4, 2.56 TB/s per chip
+  t.chipLinkBytesPerNs = 2560;
+  t.nodeLinkBytesPerNs = 3200.0 / 8; // ESTIMATE: as trn2
   t.sharedSbufPsumPorts = false; // HARDWARE.md: lifted since NC-v3
   return t;
 }

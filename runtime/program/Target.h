@@ -34,6 +34,15 @@ struct Target {
   long hbmBytesPerCore = 0;       // HBM capacity of one core (the chip's / cores)
   double hostLinkBytesPerNs = 0;  // host <-> device copies (the `neuron` device's .to())
   double hostLinkLatencyNs = 0;   // fixed cost of one host <-> device copy
+  // Collectives between ranks (one rank = one logical core; see neuronsim/distributed).
+  int logicalCoresPerChip = 1;    // ranks per chip in the default logical-core config
+  int chipsPerNode = 1;           // chips of one instance
+  double onChipBytesPerNs = 0;    // between logical cores of one chip (through HBM)
+  double onChipLatencyNs = 0;     // per ring step on the chip
+  double chipLinkBytesPerNs = 0;  // NeuronLink, per chip, between chips of an instance
+  double chipLinkLatencyNs = 0;   // per ring step over NeuronLink
+  double nodeLinkBytesPerNs = 0;  // EFA, per instance, between instances
+  double nodeLinkLatencyNs = 0;   // per ring step over EFA
   bool sharedSbufPsumPorts = false; // NC-v2: Vector/GpSimd share SBUF, Vector/Scalar share PSUM
 };
 

@@ -36,7 +36,7 @@ def register() -> None:
     module._configure(count, target)
     eager._generator = lambda: module.default_generator()
     fallback = torch.library.Library("_", "IMPL")
-    fallback.fallback(eager.run_op, "PrivateUse1")
+    fallback.fallback(eager.outside_dynamo(eager.run_op), "PrivateUse1")
     kernels = torch.library.Library("aten", "IMPL")
     eager.register_kernels(kernels)
     _libraries.extend([fallback, kernels])  # registrations live as long as these objects

@@ -38,7 +38,13 @@ from . import hbm
 
 log = logging.getLogger("neuronsim")
 
-_MAX_ENTRIES = 4096  # cached decisions; the oldest is dropped beyond this (scalars vary)
+_MAX_ENTRIES = 4096
+# The dispatch-key state of a fresh thread (no keys included, autocast excluded), taken at import.
+_CLEAN_DISPATCH_KEYS = (
+    torch._C._dispatch_tls_local_include_set(),
+    torch._C._dispatch_tls_local_exclude_set(),
+)
+_no_modes = torch.utils._python_dispatch._disable_current_modes  # cached decisions; the oldest is dropped beyond this (scalars vary)
 
 
 @dataclass
@@ -53,6 +59,7 @@ class EagerStats:
 
 STATS = EagerStats()
 _lock = threading.Lock()
+_device_lock = threading.RLock()
 _entries: collections.OrderedDict[Any, Callable[..., Any]] = collections.OrderedDict()
 _warned: set[str] = set()
 _generator: Callable[[], torch.Generator] | None = None  # set by module.py
@@ -72,6 +79,13 @@ def clear() -> None:
 
 
 def run_op(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
+    # One op at a time: the device runs one program after another, and the autograd engine
+    # runs backward ops of the neuron device on its own thread.
+    with _device_lock:
+        return _run_op(op, args, kwargs)
+
+
+def _run_op(op: torch._ops.OpOverload, args: Any, kwargs: Any) -> Any:
     device = _device_of(op, args, kwargs)
     key = (op, _key_of(args), _key_of(kwargs))
     STATS.ops += 1
@@ -89,6 +103,15 @@ def run_op(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
     return entry(op, args, kwargs, device)
 
 
+def outside_dynamo(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` as a kernel Dynamo never traces: eager ops on neuron tensors can run between the
+    graphs of a compiled function (graph breaks, DDP's hooks), where Dynamo would otherwise
+    try to compile this module's Python code as user code."""
+    import torch._dynamo
+
+    return torch._dynamo.disable(fn, recursive=True)
+
+
 def register_kernels(library: torch.library.Library) -> list[str]:
     """Routes the ops the compiler supports straight to run_op at the PrivateUse1 key, so
     that e.g. native_layer_norm compiles as itself instead of through PyTorch's generic
@@ -96,6 +119,7 @@ def register_kernels(library: torch.library.Library) -> list[str]:
     formula, which a backend kernel must not hide."""
     from ..partition import supported_ops
 
+    kernel = outside_dynamo(run_op)
     routed = []
     for name in supported_ops():
         _, op_name, overload = name.split(".")
@@ -107,7 +131,7 @@ def register_kernels(library: torch.library.Library) -> list[str]:
             or torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "PrivateUse1")
         ):
             continue
-        library.impl(op, functools.partial(run_op, op), "PrivateUse1")
+        library.impl(op, functools.partial(kernel, op), "PrivateUse1")
         routed.append(name)
     return routed
 
@@ -213,7 +237,9 @@ class _Program:
             if target.shape != value.shape:  # an out= tensor the op resizes
                 target.resize_(value.shape)
             hbm.host_view(target).copy_(value)
-        return _assemble(op, args, kwargs, [hbm.adopt(t, device) for t in fresh])
+        # (an output mask can leave some of a backward op's results undefined: None)
+        adopted = [hbm.adopt(t, device) if isinstance(t, torch.Tensor) else t for t in fresh]
+        return _assemble(op, args, kwargs, adopted)
 
 
 def _program_entry(op: torch._ops.OpOverload, args: Any, kwargs: Any) -> _Program:
@@ -254,11 +280,14 @@ def _program_entry(op: torch._ops.OpOverload, args: Any, kwargs: Any) -> _Progra
     host_inputs = [hbm.host_view(flat[i]) for i in positions]
     _check_compute_dtypes(t.dtype for t in host_inputs)
     try:
-        gm = make_fx(
-            torch.func.functionalize(functional, remove="mutations_and_views"),
-            tracing_mode="fake",
-            decomposition_table=_decompositions(),
-        )(*host_inputs)
+        # Traced in a clean dispatch state: the op may come from inside a __torch_dispatch__
+        # (DTensor), where the Python key the tracer's tensor subclasses need is excluded.
+        with torch._C._ForceDispatchKeyGuard(*_CLEAN_DISPATCH_KEYS), _no_modes():
+            gm = make_fx(
+                torch.func.functionalize(functional, remove="mutations_and_views"),
+                tracing_mode="fake",
+                decomposition_table=_decompositions(),
+            )(*host_inputs)
     except Exception as error:  # data-dependent shapes, ops without fake kernels, ...
         raise _NotForTheDevice(f"it cannot be traced ({type(error).__name__}: {error})") from None
     _check_compute_dtypes(

@@ -85,6 +85,36 @@ class device:
         set_device(self.previous)
 
 
+# Streams and events (torch.Stream / torch.Event on the neuron device), as FSDP2 and other
+# device-generic code reach them through torch.neuron.
+
+
+def Stream(device: Any = None, priority: int = 0) -> torch.Stream:  # noqa: N802 - torch.cuda's name
+    return torch.Stream(device=torch.device("neuron", _index(device)), priority=priority)
+
+
+def current_stream(device: Any = None) -> torch.Stream:
+    return torch.accelerator.current_stream(torch.device("neuron", _index(device)))
+
+
+def default_stream(device: Any = None) -> torch.Stream:
+    return torch.accelerator.current_stream(torch.device("neuron", _index(device)))
+
+
+def set_stream(stream: torch.Stream) -> None:
+    torch.accelerator.set_stream(stream)
+
+
+def stream(s: torch.Stream | None):  # noqa: ANN201 - a context manager
+    import contextlib
+
+    return contextlib.nullcontext() if s is None else s
+
+
+def Event(enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):  # noqa: N802
+    return torch.Event(device="neuron", enable_timing=enable_timing)
+
+
 def synchronize(device: Any = None) -> None:
     """Returns at once: the simulator has finished every program when its call returns."""
     _index(device)

@@ -1,0 +1,284 @@
+"""The `neuron` torch.distributed backend: gloo moves the data, the cost model times it.
+
+Every collective of a NeuronProcessGroup runs on a gloo process group over the same store
+(neuron tensors through CPU views of their device memory, no copy), and advances this rank's
+device clock: the ranks first agree on the latest of their clocks (a rank that arrives early
+waits for the slowest), then the collective's simulated time (topology.collective_ns) passes.
+So a step's simulated time is what the slowest rank sees. Send/recv carry the sender's clock
+to the receiver.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch._C._distributed_c10d as c10d
+import torch.distributed as dist
+from torch.futures import Future
+
+from ..device import hbm
+from . import record, topology
+
+
+def _max_options() -> c10d.AllreduceOptions:
+    options = c10d.AllreduceOptions()
+    options.reduceOp = dist.ReduceOp.MAX
+    return options
+
+
+_MAX = _max_options()
+
+
+def _done(result: Any) -> Any:
+    future: Future = Future()
+    future.set_result(result)
+    return c10d._create_work_from_future(future)
+
+
+def _host(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return hbm.host_view(value)
+    if isinstance(value, (list, tuple)):
+        return [_host(v) for v in value]
+    return value
+
+
+def _nbytes(value: Any) -> int:
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    if isinstance(value, (list, tuple)):
+        return sum(_nbytes(v) for v in value)
+    return 0
+
+
+class NeuronProcessGroup(dist.ProcessGroup):
+    def __init__(self, store: Any, rank: int, size: int, timeout: datetime.timedelta) -> None:
+        super().__init__(rank, size)
+        self._gloo = dist.ProcessGroupGloo(store, rank, size, timeout)
+        self._global_ranks: list[int] | None = None
+        self._topology: topology.Topology | None = None
+
+    def getBackendName(self) -> str:  # noqa: N802 - the ProcessGroup API
+        return "neuron"
+
+    # A Python process group keeps its own name (the C++ one reads it from a backend).
+    def _set_group_name(self, name: str) -> None:
+        self._name = name
+
+    @property
+    def group_name(self) -> str:
+        return getattr(self, "_name", "")
+
+    @property
+    def group_desc(self) -> str:
+        return getattr(self, "_desc", "")
+
+    def _set_group_desc(self, desc: str) -> None:
+        self._desc = desc
+
+    def __repr__(self) -> str:
+        return f"NeuronProcessGroup(rank={self.rank()}, size={self.size()})"
+
+    # --- timing -----------------------------------------------------------------------------
+
+    def _ranks(self) -> list[int]:
+        if self._global_ranks is None:
+            try:
+                self._global_ranks = dist.get_process_group_ranks(self)
+            except (ValueError, RuntimeError):  # not registered in the world (yet)
+                self._global_ranks = list(range(self.size()))
+        return self._global_ranks
+
+    def _topo(self) -> topology.Topology:
+        if self._topology is None:
+            # torchrun's processes per host are the ranks of one simulated instance.
+            local = os.environ.get("LOCAL_WORLD_SIZE")
+            self._topology = topology.Topology.of_target(
+                torch.neuron.target(), int(local) if local else None
+            )
+        return self._topology
+
+    def _collective(self, kind: str, nbytes: int, run: Callable[[], Any], result: Any) -> Any:
+        device = torch.neuron.current_device()
+        issued = torch.neuron.simulated_time_ns(device)
+        clocks = torch.tensor([issued], dtype=torch.float64)
+        self._gloo.allreduce([clocks], _MAX).wait()
+        start = float(clocks.item())
+        works = run()
+        for work in works if isinstance(works, list) else [works]:
+            work.wait()
+        cost = topology.collective_ns(self._topo(), kind, nbytes, self._ranks())
+        hbm.advance_clock(device, start + cost - issued)
+        record.collective(kind, nbytes, self.size(), issued, start, start + cost)
+        return _done(result)
+
+    # --- collectives --------------------------------------------------------------------------
+
+    def allreduce(self, tensors, opts=c10d.AllreduceOptions()):  # noqa: B008
+        return self._collective(
+            topology.ALL_REDUCE, _nbytes(tensors),
+            lambda: self._gloo.allreduce(_host(tensors), opts), tensors,
+        )  # fmt: skip
+
+    def allreduce_coalesced(self, tensors, opts=c10d.AllreduceCoalescedOptions()):  # noqa: B008
+        return self._collective(
+            topology.ALL_REDUCE, _nbytes(tensors),
+            lambda: self._gloo.allreduce_coalesced(_host(tensors), opts), tensors,
+        )  # fmt: skip
+
+    def broadcast(self, tensors, opts=c10d.BroadcastOptions()):  # noqa: B008
+        return self._collective(
+            topology.BROADCAST, _nbytes(tensors),
+            lambda: self._gloo.broadcast(_host(tensors), opts), tensors,
+        )  # fmt: skip
+
+    def allgather(self, outputs, inputs, opts=c10d.AllgatherOptions()):  # noqa: B008
+        return self._collective(
+            topology.ALL_GATHER, _nbytes(outputs),
+            lambda: self._gloo.allgather(_host(outputs), _host(inputs), opts), outputs,
+        )  # fmt: skip
+
+    def all_gather_single(self, output, input, opts=c10d.AllgatherOptions()):  # noqa: A002, B008
+        return self._collective(
+            topology.ALL_GATHER, _nbytes(output),
+            lambda: self._gloo._allgather_base(_host(output), _host(input), opts), output,
+        )  # fmt: skip
+
+    _allgather_base = all_gather_single  # the older name
+
+    def all_gather_single_coalesced(self, outputs, inputs, opts=c10d.AllgatherOptions()):  # noqa: B008
+        return self._collective(
+            topology.ALL_GATHER, _nbytes(outputs),
+            lambda: [
+                self._gloo._allgather_base(_host(o), _host(i), opts)
+                for o, i in zip(outputs, inputs, strict=True)
+            ],
+            outputs,
+        )  # fmt: skip
+
+    allgather_into_tensor_coalesced = all_gather_single_coalesced  # the older name
+
+    def allgather_coalesced(self, output_lists, inputs, opts=c10d.AllgatherOptions()):  # noqa: B008
+        return self._collective(
+            topology.ALL_GATHER, _nbytes(output_lists),
+            lambda: self._gloo.allgather_coalesced(_host(output_lists), _host(inputs), opts),
+            output_lists,
+        )  # fmt: skip
+
+    def reduce_scatter(self, outputs, inputs, opts=c10d.ReduceScatterOptions()):  # noqa: B008
+        return self._collective(
+            topology.REDUCE_SCATTER, _nbytes(inputs),
+            lambda: self._gloo.reduce_scatter(_host(outputs), _host(inputs), opts), outputs,
+        )  # fmt: skip
+
+    def reduce_scatter_single(self, output, input, opts=c10d.ReduceScatterOptions()):  # noqa: A002, B008
+        return self._collective(
+            topology.REDUCE_SCATTER, _nbytes(input),
+            lambda: self._gloo._reduce_scatter_base(_host(output), _host(input), opts), output,
+        )  # fmt: skip
+
+    _reduce_scatter_base = reduce_scatter_single  # the older name
+
+    def reduce_scatter_single_coalesced(self, outputs, inputs, opts=c10d.ReduceScatterOptions()):  # noqa: B008
+        return self._collective(
+            topology.REDUCE_SCATTER, _nbytes(inputs),
+            lambda: [
+                self._gloo._reduce_scatter_base(_host(o), _host(i), opts)
+                for o, i in zip(outputs, inputs, strict=True)
+            ],
+            outputs,
+        )  # fmt: skip
+
+    reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced  # the older name
+
+    def all_to_all_single(self, output, input, output_splits, input_splits, opts=c10d.AllToAllOptions()):  # noqa: A002, B008, E501
+        return self._collective(
+            topology.ALL_TO_ALL, _nbytes(input),
+            lambda: self._gloo.alltoall_base(
+                _host(output), _host(input), output_splits, input_splits, opts
+            ),
+            output,
+        )  # fmt: skip
+
+    alltoall_base = all_to_all_single  # the older name
+
+    def alltoall(self, outputs, inputs, opts=c10d.AllToAllOptions()):  # noqa: B008
+        return self._collective(
+            topology.ALL_TO_ALL, _nbytes(inputs),
+            lambda: self._gloo.alltoall(_host(outputs), _host(inputs), opts), outputs,
+        )  # fmt: skip
+
+    def gather(self, outputs, inputs, opts=c10d.GatherOptions()):  # noqa: B008
+        return self._collective(
+            topology.ALL_GATHER, _nbytes(inputs) * self.size(),
+            lambda: self._gloo.gather(_host(outputs), _host(inputs), opts), outputs,
+        )  # fmt: skip
+
+    def scatter(self, outputs, inputs, opts=c10d.ScatterOptions()):  # noqa: B008
+        return self._collective(
+            topology.ALL_GATHER, _nbytes(outputs) * self.size(),
+            lambda: self._gloo.scatter(_host(outputs), _host(inputs), opts), outputs,
+        )  # fmt: skip
+
+    def reduce(self, tensors, opts=c10d.ReduceOptions()):  # noqa: B008
+        return self._collective(
+            topology.ALL_REDUCE, _nbytes(tensors),
+            lambda: self._gloo.reduce(_host(tensors), opts), tensors,
+        )  # fmt: skip
+
+    def barrier(self, opts=c10d.BarrierOptions()):  # noqa: B008
+        return self._collective(topology.BARRIER, 0, lambda: self._gloo.barrier(opts), None)
+
+    # --- point to point: the receiver's clock waits for the sender's -------------------------
+
+    def send(self, tensors, dst: int, tag: int = 0):
+        device = torch.neuron.current_device()
+        issued = torch.neuron.simulated_time_ns(device)
+        self._gloo.send([torch.tensor([issued], dtype=torch.float64)], dst, tag).wait()
+        self._gloo.send(_host(tensors), dst, tag).wait()
+        nbytes = _nbytes(tensors)
+        cost = self._pair_ns(nbytes, dst)
+        hbm.advance_clock(device, cost)
+        record.collective("send", nbytes, 2, issued, issued, issued + cost)
+        return _done(tensors)
+
+    def recv(self, tensors, src: int, tag: int = 0):
+        device = torch.neuron.current_device()
+        issued = torch.neuron.simulated_time_ns(device)
+        sent = torch.zeros(1, dtype=torch.float64)
+        self._gloo.recv([sent], src, tag).wait()
+        self._gloo.recv(_host(tensors), src, tag).wait()
+        nbytes = _nbytes(tensors)
+        start = max(issued, float(sent.item()))
+        cost = self._pair_ns(nbytes, src)
+        hbm.advance_clock(device, start + cost - issued)
+        record.collective("recv", nbytes, 2, issued, start, start + cost)
+        return _done(tensors)
+
+    def _pair_ns(self, nbytes: int, peer: int) -> float:
+        ranks = self._ranks()
+        pair = [ranks[self.rank()], ranks[peer]]
+        return topology.collective_ns(self._topo(), topology.SEND_RECV, nbytes, pair)
+
+
+def _outside_dynamo(cls: type) -> type:
+    """Collectives reach these methods from C++ (DDP's reducer, functional collectives) while a
+    compiled function runs; Dynamo must not try to trace them as user code."""
+    import torch._dynamo
+
+    for name, value in list(vars(cls).items()):
+        if callable(value) and not name.startswith("__"):
+            setattr(cls, name, torch._dynamo.disable(value, recursive=True))
+    return cls
+
+
+_outside_dynamo(NeuronProcessGroup)
+
+
+def create(store: Any, rank: int, size: int, timeout: datetime.timedelta) -> NeuronProcessGroup:
+    """torch.distributed calls this for init_process_group(backend="neuron")."""
+    return NeuronProcessGroup(store, rank, size, timeout)

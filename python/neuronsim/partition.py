@@ -130,10 +130,23 @@ def _describe(node: torch.fx.Node, problem: str) -> str:
     return f"{text} at {source}" if source else text
 
 
+def is_collective(node: torch.fx.Node) -> bool:
+    """A functional collective (DTensor, compiled FSDP2): it runs through the process group
+    between the graph's compiled parts, and is not a fallback."""
+    return node.op == "call_function" and target_name(node.target).startswith("_c10d_functional.")
+
+
+def has_collectives(gm: torch.fx.GraphModule) -> bool:
+    return any(is_collective(n) for n in gm.graph.nodes)
+
+
 def unsupported_nodes(gm: torch.fx.GraphModule) -> list[tuple[torch.fx.Node, str]]:
-    """Every call_function node the compiler cannot take, with support_problem()'s reason."""
+    """Every call_function node the compiler cannot take, with support_problem()'s reason
+    (collectives are not among them: they run through the process group)."""
     found = []
     for node in _compute_nodes(gm):
+        if is_collective(node):
+            continue
         problem = support_problem(node)
         if problem is not None:
             found.append((node, problem))
@@ -288,9 +301,10 @@ def compile_with_fallback(
     options: BackendOptions,
     kind: str,
 ) -> Any:
-    """Compiles `gm`, running what the simulator cannot run in eager PyTorch on the CPU."""
+    """Compiles `gm`, running what the simulator cannot run in eager PyTorch on the CPU, and
+    its functional collectives through the process group, between the compiled parts."""
     unsupported = unsupported_nodes(gm)
-    if not unsupported:
+    if not unsupported and not has_collectives(gm):
         try:
             return compile_fx_graph(gm, example_inputs, options, kind=kind)
         except NeuronCompileError as error:
@@ -298,12 +312,13 @@ def compile_with_fallback(
             _warn_compile_failure(f"the {kind} graph", ops, error)
             return _CpuGraph(gm, ops)
 
-    log.info(
-        "%s graph: %d unsupported node(s) run on the CPU: %s",
-        kind,
-        len(unsupported),
-        "; ".join(_describe(node, problem) for node, problem in unsupported),
-    )
+    if unsupported:
+        log.info(
+            "%s graph: %d unsupported node(s) run on the CPU: %s",
+            kind,
+            len(unsupported),
+            "; ".join(_describe(node, problem) for node, problem in unsupported),
+        )
     fallback_counts = _op_counts([node for node, _ in unsupported])
     partitioner = CapabilityBasedPartitioner(
         gm, _NeuronSupport(), allows_single_node_partition=True

@@ -78,7 +78,7 @@ def ddp(rank: int, world: int, port: int, out: str, compiled: bool) -> None:
     _finish(out, rank, {"losses": losses, "params": params, "per_rank": per_rank})
 
 
-def fsdp2(rank: int, world: int, port: int, out: str) -> None:
+def fsdp2(rank: int, world: int, port: int, out: str, compiled: bool = False) -> None:
     from torch.distributed.fsdp import fully_shard
 
     device = init(rank, world, port)
@@ -90,9 +90,10 @@ def fsdp2(rank: int, world: int, port: int, out: str) -> None:
     optimizer = torch.optim.SGD(model.parameters(), lr=LR)
     x, y = data(world)
     xs, ys = x.chunk(world)[rank].to(device), y.chunk(world)[rank].to(device)
+    run = torch.compile(model, backend="neuron", dynamic=False) if compiled else model
     losses = []
     for _ in range(STEPS):
-        loss = torch.nn.functional.mse_loss(model(xs), ys)
+        loss = torch.nn.functional.mse_loss(run(xs), ys)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
@@ -148,7 +149,7 @@ def block_reference(steps: int = STEPS) -> dict:
     return {"losses": losses, "params": [p.detach().clone() for p in model.parameters()]}
 
 
-def tensor_parallel(rank: int, world: int, port: int, out: str) -> None:
+def tensor_parallel(rank: int, world: int, port: int, out: str, compiled: bool = False) -> None:
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor.parallel import (
         ColwiseParallel,
@@ -171,9 +172,11 @@ def tensor_parallel(rank: int, world: int, port: int, out: str) -> None:
     # (the same on any device).
     optimizer = torch.optim.SGD(model.parameters(), lr=LR, foreach=False)
     x, y = (t.to("neuron") for t in block_data())
+    # Compiled, the DTensor collectives are functional collectives inside the graphs.
+    run = torch.compile(model, backend="neuron", dynamic=False) if compiled else model
     losses = []
     for _ in range(STEPS):
-        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss = torch.nn.functional.mse_loss(run(x), y)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
@@ -182,7 +185,8 @@ def tensor_parallel(rank: int, world: int, port: int, out: str) -> None:
         (p.full_tensor() if hasattr(p, "full_tensor") else p).detach().cpu()
         for p in model.parameters()
     ]
-    _finish(out, rank, {"losses": losses, "params": params})
+    _finish(out, rank, {"losses": losses, "params": params,
+                        "fallbacks": neuronsim.get_fallback_ops()})  # fmt: skip
 
 
 def pipeline(rank: int, world: int, port: int, out: str) -> None:

@@ -2,6 +2,7 @@
 tensor- and pipeline-parallel training (one process per rank, gloo on loopback underneath)
 compared with a single-process run."""
 
+import math
 import os
 import socket
 import time
@@ -13,7 +14,7 @@ import torch.multiprocessing as mp
 
 import distributed_workers as workers
 from neuronsim.distributed import topology
-from neuronsim.distributed.topology import Link, Topology
+from neuronsim.distributed.topology import Topology
 
 TIMEOUT_S = 240
 
@@ -26,6 +27,7 @@ def _free_port() -> int:
 
 def _run(fn, world: int, tmp_path, *extra) -> list[dict]:
     """Runs fn(rank, world, port, out, *extra) in `world` processes; their saved results."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     context = mp.start_processes(
         fn, args=(world, _free_port(), str(tmp_path), *extra), nprocs=world, join=False,
         start_method="spawn",
@@ -61,22 +63,39 @@ def test_trn2_places_four_ranks_per_chip_and_64_per_instance():
     assert [t.node_of(r) for r in (0, 63, 64, 130)] == [0, 0, 1, 2]
 
 
-def test_ring_all_reduce_is_the_textbook_formula():
+def test_all_reduce_is_hierarchical_recursive_halving():
     t = Topology.of_target("trn2")
     nbytes = 64 << 20
-    for ranks in ([0, 1, 2, 3], list(range(16))):
-        p = len(ranks)
-        link = t.flat_link(ranks)
-        expected = 2 * (p - 1) / p * nbytes / link.bytes_per_ns + 2 * (p - 1) * link.latency_ns
-        assert topology.collective_ns(t, topology.ALL_REDUCE, nbytes, ranks) == pytest.approx(
-            expected
-        )
-        bound = topology.ring_bound_ns(link, topology.ALL_REDUCE, nbytes, p)
-        # the ring's bandwidth bound plus one latency per step
-        assert expected - bound == pytest.approx(2 * (p - 1) * link.latency_ns)
-    # Ranks of one chip use the on-chip path; four chips share NeuronLink per chip.
-    assert t.flat_link([0, 1, 2, 3]) == t.on_chip
-    assert t.flat_link(list(range(16))) == Link(t.chip_link.bytes_per_ns / 4, t.chip_link.latency_ns)
+    on, link = t.on_chip, t.chip_link
+
+    def transfer(m, bw):
+        return (m - 1) / m * nbytes / bw
+
+    def steps(m, lat):
+        return math.ceil(math.log2(m)) * lat
+
+    # 4 ranks of one chip: reduce-scatter and all-gather on the chip
+    one_chip = 2 * (transfer(4, on.bytes_per_ns) + steps(4, on.latency_ns))
+    assert topology.collective_ns(t, topology.ALL_REDUCE, nbytes, [0, 1, 2, 3]) == pytest.approx(
+        one_chip
+    )
+    # 16 ranks on 4 chips: chunks pipeline through the chip and NeuronLink levels (the chip's
+    # link carries the buffer once for its ranks); the busiest level sets the pace
+    busiest = max(transfer(4, on.bytes_per_ns), transfer(4, link.bytes_per_ns))
+    latency = steps(4, on.latency_ns) + steps(4, link.latency_ns)
+    four_chips = 2 * (busiest + latency)
+    assert topology.collective_ns(t, topology.ALL_REDUCE, nbytes, list(range(16))) == (
+        pytest.approx(four_chips)
+    )
+    # all-gather / reduce-scatter are one direction of it
+    assert topology.collective_ns(t, topology.ALL_GATHER, nbytes, list(range(16))) == (
+        pytest.approx(four_chips / 2)
+    )
+    # large buffers: within 10% of the ring bound on the busiest level, for any group
+    for ranks in ([0, 1], [0, 1, 2, 3], list(range(16)), list(range(64)), [0, 64]):
+        bound = topology.level_bound_ns(t, topology.ALL_REDUCE, 4 * nbytes, ranks)
+        modelled = topology.collective_ns(t, topology.ALL_REDUCE, 4 * nbytes, ranks)
+        assert bound < modelled < 1.1 * bound, ranks
 
 
 def test_costs_grow_with_bytes_ranks_and_distance():
@@ -123,18 +142,37 @@ def test_ddp_two_ranks_match_single_process(tmp_path, compiled):
         assert "all_reduce" in kinds
 
 
-def test_fsdp2_two_ranks_match_single_process(tmp_path):
-    results = _run(workers.fsdp2, 2, tmp_path)
+def test_representative_rank_mode_times_the_full_world(tmp_path, monkeypatch):
+    """One process standing for 4 data-parallel ranks gives the 4-process step time."""
+    four = _run(workers.ddp, 4, tmp_path / "four", False)
+    monkeypatch.setenv("NEURONSIM_SIMULATED_WORLD_SIZE", "4")
+    (one,) = _run(workers.ddp, 1, tmp_path / "one", False)
+    real = four[0]["per_rank"][0]
+    representative = one["per_rank"][0]
+    assert representative["device_ns"] == pytest.approx(real["device_ns"], rel=0.05)
+    assert representative["comm_ns"] == pytest.approx(real["comm_ns"], rel=0.05)
+    monkeypatch.setenv("NEURONSIM_SIMULATED_WORLD_SIZE", "64")
+    (big,) = _run(workers.ddp, 1, tmp_path / "big", False)
+    assert big["per_rank"][0]["comm_ns"] > representative["comm_ns"]  # 16 chips, NeuronLink
+    assert big["per_rank"][0]["compute_ns"] == pytest.approx(representative["compute_ns"])
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_fsdp2_two_ranks_match_single_process(tmp_path, compiled):
+    results = _run(workers.fsdp2, 2, tmp_path, compiled)
     expected = workers.reference()
     for r in results:
         assert r["losses"] == pytest.approx(expected["losses"], abs=1e-5)
         _assert_params_close(r["params"], expected["params"])
 
 
-def test_tensor_parallel_gpt_block_two_ranks_matches_single_process(tmp_path):
-    results = _run(workers.tensor_parallel, 2, tmp_path)
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_tensor_parallel_gpt_block_two_ranks_matches_single_process(tmp_path, compiled):
+    # compiled: the graphs hold functional collectives, which run through the process group
+    results = _run(workers.tensor_parallel, 2, tmp_path, compiled)
     expected = workers.block_reference()
     for r in results:
+        assert r["fallbacks"] == {}  # collectives are not CPU fallbacks
         assert r["losses"] == pytest.approx(expected["losses"], abs=1e-5)
         _assert_params_close(r["params"], expected["params"])
 

@@ -56,11 +56,21 @@ def _nbytes(value: Any) -> int:
 
 
 class NeuronProcessGroup(dist.ProcessGroup):
-    def __init__(self, store: Any, rank: int, size: int, timeout: datetime.timedelta) -> None:
+    def __init__(
+        self,
+        store: Any,
+        rank: int,
+        size: int,
+        timeout: datetime.timedelta,
+        simulated_world: int | None = None,
+    ) -> None:
         super().__init__(rank, size)
         self._gloo = dist.ProcessGroupGloo(store, rank, size, timeout)
         self._global_ranks: list[int] | None = None
         self._topology: topology.Topology | None = None
+        # Representative-rank mode: this one process stands for every rank of a world of
+        # `simulated_world` ranks running the same program; collectives are timed for it.
+        self._simulated_world = simulated_world
 
     def getBackendName(self) -> str:  # noqa: N802 - the ProcessGroup API
         return "neuron"
@@ -86,6 +96,8 @@ class NeuronProcessGroup(dist.ProcessGroup):
     # --- timing -----------------------------------------------------------------------------
 
     def _ranks(self) -> list[int]:
+        if self._simulated_world is not None:
+            return list(range(self._simulated_world))
         if self._global_ranks is None:
             try:
                 self._global_ranks = dist.get_process_group_ranks(self)
@@ -279,6 +291,20 @@ def _outside_dynamo(cls: type) -> type:
 _outside_dynamo(NeuronProcessGroup)
 
 
+SIMULATED_WORLD_ENV = "NEURONSIM_SIMULATED_WORLD_SIZE"
+
+
 def create(store: Any, rank: int, size: int, timeout: datetime.timedelta) -> NeuronProcessGroup:
     """torch.distributed calls this for init_process_group(backend="neuron")."""
-    return NeuronProcessGroup(store, rank, size, timeout)
+    simulated = os.environ.get(SIMULATED_WORLD_ENV)
+    if not simulated:
+        return NeuronProcessGroup(store, rank, size, timeout)
+    if size != 1:
+        raise ValueError(
+            f"{SIMULATED_WORLD_ENV}={simulated} makes one process stand for every rank "
+            f"(representative-rank mode), but this group has {size} processes; run one process "
+            f"(world size 1) or unset {SIMULATED_WORLD_ENV}"
+        )
+    if not simulated.isdigit() or int(simulated) < 1:
+        raise ValueError(f"{SIMULATED_WORLD_ENV} must be a positive rank count, got {simulated!r}")
+    return NeuronProcessGroup(store, rank, size, timeout, simulated_world=int(simulated))

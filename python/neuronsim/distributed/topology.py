@@ -8,9 +8,10 @@ on that instance's chip (r % n) // cores. Links: between logical cores of a chip
 instances (shared by the instance's ranks). Every number comes from the target description
 (runtime/program/Target.cpp, with sources or ESTIMATE marks in runtime/HARDWARE.md).
 
-Algorithms: ring all-reduce / all-gather / reduce-scatter / all-to-all over the slowest level
-the group spans; hierarchical (intra-instance reduce-scatter, inter-instance ring, intra-instance
-all-gather) when it spans instances; a pipelined tree for broadcast; one hop for send/recv.
+Algorithms (collective_ns): hierarchical reduce-scatter / all-gather (all-reduce is both) by
+recursive halving within each level, from the chip out to the instances, pipelined over chunks
+so that the busiest level sets the pace; all-to-all limited by its busiest level; a pipelined
+tree for broadcast; one hop for send/recv.
 """
 
 from __future__ import annotations
@@ -80,70 +81,84 @@ class Topology:
         local = rank % self.ranks_per_node
         return self.node_of(rank) * self.chips_per_node + local // self.cores_per_chip
 
-    def flat_link(self, ranks: list[int]) -> Link:
-        """The link a ring over `ranks` (all on one instance) is limited by, per rank."""
-        chips = Counter(self.chip_of(r) for r in ranks)
-        if len(chips) == 1:
-            return self.on_chip
-        sharing = max(chips.values())  # ranks of one chip share its NeuronLink bandwidth
-        return Link(self.chip_link.bytes_per_ns / sharing, self.chip_link.latency_ns)
+    def levels(self, ranks: list[int]) -> list[tuple[int, float, Link]]:
+        """The group's hierarchy, innermost first: (members per unit at this level, the
+        unit's bandwidth seen by one member's share of the data, link) for the logical cores
+        of a chip, the chips of an instance and the instances. A level with one member is
+        left out."""
+        per_chip = Counter(self.chip_of(r) for r in ranks)
+        per_node = Counter(self.node_of(r) for r in ranks)
+        k = max(per_chip.values())  # ranks per chip
+        c = max(len({self.chip_of(r) for r in ranks if self.node_of(r) == n}) for n in per_node)
+        nodes = len(per_node)
+        out = []
+        if k > 1:
+            out.append((k, self.on_chip.bytes_per_ns, self.on_chip))
+        if c > 1:
+            out.append((c, self.chip_link.bytes_per_ns, self.chip_link))
+        if nodes > 1:
+            out.append((nodes, self.node_link.bytes_per_ns, self.node_link))
+        return out
 
 
-def _ring(link: Link, steps: int, nbytes_per_step_total: float) -> float:
-    return nbytes_per_step_total / link.bytes_per_ns + steps * link.latency_ns
+def _transfer_ns(members: int, nbytes: float, bytes_per_ns: float) -> float:
+    """Bandwidth time of one reduce-scatter or all-gather phase at one level: (m - 1) / m of
+    the data crosses the level's link."""
+    return (members - 1) / members * nbytes / bytes_per_ns
+
+
+def _steps_ns(members: int, link: Link) -> float:
+    """Latency of that phase by recursive halving / doubling: ceil(log2 m) steps."""
+    return math.ceil(math.log2(members)) * link.latency_ns
+
+
+def level_bound_ns(topology: Topology, kind: str, nbytes: int, ranks: list[int]) -> float:
+    """The bandwidth bound of the collective on the group's busiest level: a ring over that
+    level's link (2 (m-1)/m B / bw for all-reduce, half for the others), no latency."""
+    factor = 2.0 if kind == ALL_REDUCE else 1.0
+    levels = topology.levels(ranks)
+    return max((factor * _transfer_ns(m, nbytes, bw) for m, bw, _ in levels), default=0.0)
 
 
 def collective_ns(topology: Topology, kind: str, nbytes: int, ranks: list[int]) -> float:
-    """Simulated time of one collective of `kind` over the global `ranks`."""
+    """Simulated time of one collective of `kind` over the global `ranks`.
+
+    Hierarchical: a reduce-scatter goes from the innermost level (the logical cores of a chip)
+    out to the instances, an all-gather back in; at each level the members' shares of the data
+    cross that level's link together (so a chip's NeuronLink carries the full buffer once
+    across its ranks), in recursive-halving steps of that link's latency; chunks pipeline
+    through the levels."""
     if kind not in KINDS:
         raise ValueError(f"unknown collective kind {kind!r}; known: {', '.join(KINDS)}")
     p = len(ranks)
     if p <= 1:
         return 0.0
-    nodes = Counter(topology.node_of(r) for r in ranks)
+    levels = topology.levels(ranks)
+    outer = levels[-1][2]
     if kind == SEND_RECV:
-        link = topology.node_link if len(nodes) > 1 else topology.flat_link(ranks)
-        return nbytes / link.bytes_per_ns + link.latency_ns
+        return nbytes / outer.bytes_per_ns + outer.latency_ns
     if kind == BARRIER:
-        link = topology.node_link if len(nodes) > 1 else topology.flat_link(ranks)
-        return 2 * math.ceil(math.log2(p)) * link.latency_ns
-    if len(nodes) == 1:
-        return _flat(topology.flat_link(ranks), kind, nbytes, p)
-    # Spans instances: within each instance first, then one ring across instances, whose EFA
-    # bandwidth the instance's ranks share (each carries 1/k of the data).
-    k = max(nodes.values())
-    n = len(nodes)
-    local = [r for r in ranks if topology.node_of(r) == topology.node_of(ranks[0])]
-    inner = topology.flat_link(local) if len(local) > 1 else topology.on_chip
-    outer = topology.node_link
-    if kind == ALL_REDUCE:
-        within = 2 * _flat(inner, REDUCE_SCATTER, nbytes, k) if k > 1 else 0.0
-        across = 2 * (n - 1) / n * nbytes / outer.bytes_per_ns + 2 * (n - 1) * outer.latency_ns
-        return within + across
-    if kind in (ALL_GATHER, REDUCE_SCATTER):
-        within = _flat(inner, kind, nbytes // n, k) if k > 1 else 0.0
-        across = (n - 1) / n * nbytes / outer.bytes_per_ns + (n - 1) * outer.latency_ns
-        return within + across
-    if kind == ALL_TO_ALL:  # most of each rank's data leaves the instance
-        return (p - k) / p * nbytes * k / outer.bytes_per_ns + (n - 1) * outer.latency_ns
-    # BROADCAST
-    return nbytes / min(outer.bytes_per_ns, inner.bytes_per_ns) + math.ceil(
-        math.log2(p)
-    ) * max(outer.latency_ns, inner.latency_ns)
-
-
-def _flat(link: Link, kind: str, nbytes: int, p: int) -> float:
-    if p <= 1:
-        return 0.0
-    if kind == ALL_REDUCE:
-        return _ring(link, 2 * (p - 1), 2 * (p - 1) / p * nbytes)
-    if kind in (ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL):
-        return _ring(link, p - 1, (p - 1) / p * nbytes)
-    # BROADCAST: pipelined tree
-    return nbytes / link.bytes_per_ns + math.ceil(math.log2(p)) * link.latency_ns
+        return 2 * math.ceil(math.log2(p)) * outer.latency_ns
+    if kind == BROADCAST:  # pipelined tree: the data crosses the slowest link once
+        slowest = min(bw for _, bw, _ in levels)
+        return nbytes / slowest + math.ceil(math.log2(p)) * outer.latency_ns
+    if kind == ALL_TO_ALL:  # each level carries the data leaving it; the busiest link decides
+        inside = 1
+        times = []
+        for members, bw, _ in levels:
+            inside *= members
+            times.append((p - inside / members) / p * nbytes * (inside / members) / bw)
+        return max(times) + (p - 1) * levels[0][2].latency_ns
+    # The levels work on chunks in a pipeline: the busiest level's transfers set the pace,
+    # every level's steps add their latency.
+    one_way = max(_transfer_ns(m, nbytes, bw) for m, bw, _ in levels) + sum(
+        _steps_ns(m, link) for m, _, link in levels
+    )
+    return 2 * one_way if kind == ALL_REDUCE else one_way
 
 
 def ring_bound_ns(link: Link, kind: str, nbytes: int, p: int) -> float:
-    """The bandwidth bound of a ring collective (no latency): what bench/ compares against."""
+    """The bandwidth bound of a ring collective over one link (no latency): what bench/
+    compares the model against."""
     factor = {ALL_REDUCE: 2 * (p - 1) / p, ALL_GATHER: (p - 1) / p, REDUCE_SCATTER: (p - 1) / p}
     return factor[kind] * nbytes / link.bytes_per_ns

@@ -206,3 +206,25 @@ def test_argmin_and_min_dim_pick_nan_like_eager():
     assert torch.equal(got_arg, x.argmin(1))
     assert torch.equal(got.indices, x.min(1).indices)
     torch.testing.assert_close(got.values, x.min(1).values, equal_nan=True, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: big_int64((3, 37), 11),  # sums wrap around, as in torch
+        lambda: torch.randint(-5, 5, (2, 7, 3), generator=torch.Generator().manual_seed(3),
+                              dtype=torch.int32),  # fmt: skip
+        lambda: torch.rand(4, 300, generator=torch.Generator().manual_seed(4)) > 0.5,  # a mask
+        lambda: torch.tensor([[1, 1, 0, 1, 0, 0, 1]], dtype=torch.uint8),
+    ],
+    ids=["int64_wrapping", "int32", "bool_mask", "uint8"],
+)
+def test_integer_cumsum_is_exact(make):
+    """Integer cumsum (position ids from attention masks) is a log-step scan of exact adds."""
+    x = make()
+    for dim in range(x.dim()):
+        got = run_on_simulator(lambda t, d=dim: torch.cumsum(t, d), x)
+        expected = torch.cumsum(x, dim)
+        assert got.dtype == expected.dtype
+        assert torch.equal(got, expected), dim
+        torch._dynamo.reset()

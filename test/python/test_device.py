@@ -363,3 +363,28 @@ def test_profiler_trace_has_simulated_engine_lanes_beside_host_ops(tmp_path):
         assert event["ts"] >= marks[event["args"]["run"]]["ts"]
     names = {e["args"]["name"] for e in events if e.get("name") == "process_name"}
     assert "neuron (simulated NeuronCore)" in names
+
+
+def test_convolution_forward_and_backward_on_the_device():
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+    x = torch.randn(2, 3, 8, 8, requires_grad=True)
+    conv(x).square().sum().backward()
+    device_conv = copy.deepcopy(conv).to(DEV)
+    device_conv.zero_grad()
+    xd = x.detach().to(DEV).requires_grad_()
+    device_conv(xd).square().sum().backward()
+    torch.testing.assert_close(xd.grad.cpu(), x.grad, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(device_conv.weight.grad.cpu(), conv.weight.grad, rtol=1e-4, atol=1e-3)
+    assert neuronsim.get_fallback_ops() == {}  # not through convolution_overrideable
+
+
+def test_autocast_runs_matmuls_in_bfloat16_as_on_the_cpu():
+    a, b = torch.randn(8, 16), torch.randn(16, 4)
+    with torch.autocast("neuron", dtype=torch.bfloat16):
+        product = a.to(DEV) @ b.to(DEV)
+        softmax = torch.softmax(a.to(DEV), -1)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        expected = a @ b
+    assert product.dtype == torch.bfloat16 and softmax.dtype == torch.float32
+    torch.testing.assert_close(product.cpu(), expected, rtol=1e-2, atol=1e-2)

@@ -18,7 +18,7 @@ def register() -> None:
     global _registered
     if _registered:
         return
-    from . import eager, hbm, module
+    from . import autocast, eager, hbm, module
 
     hbm.load()
     if torch._C._get_privateuse1_backend_name() != "neuron":
@@ -39,7 +39,10 @@ def register() -> None:
     fallback.fallback(eager.outside_dynamo(eager.run_op), "PrivateUse1")
     kernels = torch.library.Library("aten", "IMPL")
     eager.register_kernels(kernels)
-    _libraries.extend([fallback, kernels])  # registrations live as long as these objects
+    autocast_fallthrough = torch.library.Library("_", "IMPL")
+    autocast.register(autocast_fallthrough, kernels)
+    # registrations live as long as these objects
+    _libraries.extend([fallback, kernels, autocast_fallthrough])
     _registered = True
 
 

@@ -103,6 +103,11 @@ def _run_op(op: torch._ops.OpOverload, args: Any, kwargs: Any) -> Any:
     return entry(op, args, kwargs, device)
 
 
+# Composite ops with an autograd formula of their own whose generic kernel would not reach the
+# compiler (it calls *_overrideable for backends other than CPU and CUDA).
+_ALSO_ROUTED = ("aten.convolution.default", "aten.convolution_backward.default")
+
+
 def outside_dynamo(fn: Callable[..., Any]) -> Callable[..., Any]:
     """`fn` as a kernel Dynamo never traces: eager ops on neuron tensors can run between the
     graphs of a compiled function (graph breaks, DDP's hooks), where Dynamo would otherwise
@@ -121,13 +126,17 @@ def register_kernels(library: torch.library.Library) -> list[str]:
 
     kernel = outside_dynamo(run_op)
     routed = []
-    for name in supported_ops():
+    # Convolutions reach other backends as convolution_overrideable: take them before that.
+    for name in [*supported_ops(), *_ALSO_ROUTED]:
         _, op_name, overload = name.split(".")
         packet = getattr(torch.ops.aten, op_name, None)
         op = getattr(packet, overload, None) if packet is not None else None
         if (
             op is None
-            or not torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "CPU")
+            or not (
+                torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "CPU")
+                or name in _ALSO_ROUTED
+            )
             or torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "PrivateUse1")
         ):
             continue

@@ -104,6 +104,13 @@ class MLP(torch.nn.Module):
         return self.fc2(F.gelu(self.fc1(x), approximate="tanh"))
 
 
+class ScaleShift(torch.nn.Module):
+    """x * 2 + 1: memory-bound elementwise work."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * 2 + 1
+
+
 class GPT2Block(torch.nn.Module):
     """One GPT-2 transformer block (pre-LN, causal self-attention, GELU-tanh MLP)."""
 
@@ -175,6 +182,16 @@ def cases() -> list[Case]:
             reference_us=276.8,
         )
     )
+    for name, shape in (("elementwise_2d", (4096, 8192)), ("elementwise_1d", (32 * 2**20,)),
+                        ("elementwise_3_rows", (3, 5_000_000))):  # fmt: skip
+        out.append(
+            Case(
+                name,
+                f"bf16 x * 2 + 1, {list(shape)}",
+                lambda shape=shape: (ScaleShift(), (torch.randn(shape, dtype=BF16),)),
+                timing_only=True,
+            )
+        )
     out.append(
         Case(
             "layernorm",

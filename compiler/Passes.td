@@ -38,6 +38,22 @@ def ConvertNTorchToNTile : Pass<"convert-ntorch-to-ntile", "mlir::ModuleOp"> {
 // ntorch transforms
 //===----------------------------------------------------------------------===//
 
+def NeuronFoldPartitions : Pass<"neuron-fold-partitions", "mlir::func::FuncOp"> {
+  let summary = "Spread elementwise ops over few rows across all partitions";
+  let description = [{
+    An elementwise op (unary, binary, cast, select) on a tensor with fewer rows than SBUF has
+    partitions (a 1-D tensor, [3, 5000000]) would use only those rows' partitions. Its
+    operands and result are viewed as [p k, numel / (p k)] instead, with p the largest divisor
+    of the element count up to the partition count and k splitting long rows (at most 8192
+    elements): HBM tensors are contiguous, so the views are free, and chains of such ops meet in the folded shape once canonicalization cancels the
+    reshapes between them. Operands of one element keep broadcasting.
+  }];
+  let options = [
+    Option<"partitions", "partitions", "int64_t", "128", "SBUF partitions to spread over">,
+  ];
+  let dependentDialects = ["::neuron::ntorch::NTorchDialect"];
+}
+
 def NeuronFuseElementwise : Pass<"neuron-fuse-elementwise", "mlir::func::FuncOp"> {
   let summary = "Group elementwise ops and row reductions into ntorch.fusion regions";
   let description = [{

@@ -3,6 +3,7 @@
 #include "compiler/Compile.h"
 #include "compiler/Passes.h"
 #include "dialects/NTorch/IR/NTorchOps.h"
+#include "runtime/program/Target.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -125,6 +126,10 @@ struct CheckSizesPass : PassWrapper<CheckSizesPass, OperationPass<ModuleOp>> {
 static void buildNTorchStage(OpPassManager &pm, const PipelineOptions &options) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  const runtime::Target *target = runtime::findTarget(options.target);
+  pm.addNestedPass<func::FuncOp>(createNeuronFoldPartitions(
+      NeuronFoldPartitionsOptions{target ? int64_t(target->partitions) : 128}));
+  pm.addPass(createCanonicalizerPass()); // cancels the reshapes between folded ops
   pm.addNestedPass<func::FuncOp>(createNeuronFuseElementwise());
   pm.addNestedPass<func::FuncOp>(
       createNeuronFuseMatmulEpilogue(NeuronFuseMatmulEpilogueOptions{options.target}));

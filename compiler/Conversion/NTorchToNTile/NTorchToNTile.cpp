@@ -77,6 +77,16 @@ struct TilePattern : ConversionPattern {
   Lowering lowering;
 };
 
+/// The buffer `v` is a reinterpreted view of (itself if none).
+Value viewOf(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (!isa<ntile::ReinterpretOp, UnrealizedConversionCastOp>(def) || def->getNumOperands() != 1)
+      break;
+    v = def->getOperand(0);
+  }
+  return v;
+}
+
 /// `return %tensors` becomes copies into the output buffers that did not receive their
 /// tensor in place (inputs, views, repeated values), and an empty return.
 struct ReturnPattern : OpConversionPattern<func::ReturnOp> {
@@ -89,8 +99,10 @@ struct ReturnPattern : OpConversionPattern<func::ReturnOp> {
     TileEmitter e(rewriter, target, state);
     Block *body = op->getBlock();
     for (auto [i, v] : llvm::enumerate(adaptor.getOperands())) {
-      Value output = body->getArgument(numInputs + i);
-      if (v == output)
+      BlockArgument output = body->getArgument(numInputs + i);
+      // (computed in place, maybe through a view; the entry block may have been rebuilt)
+      auto root = dyn_cast<BlockArgument>(viewOf(v));
+      if (v == output || (root && root.getArgNumber() == output.getArgNumber()))
         continue;
       auto shape = cast<MemRefType>(v.getType()).getShape();
       e.copyStrided(op.getLoc(), v, 0, contiguousStrides(shape), output, shape);
@@ -116,6 +128,21 @@ void addOutputArguments(func::FuncOp func, TileState &state) {
     BlockArgument output =
         body.addArgument(hbmType(cast<RankedTensorType>(v.getType())), func.getLoc());
     state.outputs.try_emplace(v, output);
+  }
+  // A returned reshape of a value used nowhere else: that value is computed straight into
+  // the output buffer, viewed in its shape (HBM tensors are contiguous).
+  b.setInsertionPointToStart(&body);
+  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+    auto reshape = v.getDefiningOp<ntorch::ReshapeOp>();
+    if (!reshape)
+      continue;
+    Value source = reshape.getInput();
+    if (isa<BlockArgument>(source) || !source.hasOneUse() || state.outputs.count(source))
+      continue;
+    Value output = body.getArgument(type.getNumInputs() + i);
+    state.outputs.try_emplace(
+        source, b.create<ntile::ReinterpretOp>(
+                    func.getLoc(), hbmType(cast<RankedTensorType>(source.getType())), output));
   }
   SmallVector<Type> inputs(type.getInputs());
   for (BlockArgument arg : body.getArguments().drop_front(type.getNumInputs()))

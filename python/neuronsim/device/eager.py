@@ -234,15 +234,18 @@ class _Program:
 
     compiled: Any
     fresh_results: int
+    written_positions: list[int]  # in the flattened arguments, as the graph returns them
 
     def __call__(self, op, args, kwargs, device: torch.device) -> Any:
-        tensors = [v for v in pytree.tree_leaves((args, kwargs)) if isinstance(v, torch.Tensor)]
+        flat = pytree.tree_leaves((args, kwargs))
+        tensors = [v for v in flat if isinstance(v, torch.Tensor)]
         outputs = self.compiled([hbm.host_view(t) for t in tensors])
         index = device.index or 0
         hbm.advance_clock(index, self.compiled.last_sim_ns)
         STATS.program_runs += 1
         fresh = outputs[: self.fresh_results]
-        for target, value in zip(_mutated_tensors(op, args, kwargs), outputs[self.fresh_results :]):
+        targets = [flat[p] for p in self.written_positions]
+        for target, value in zip(targets, outputs[self.fresh_results :], strict=True):
             if target.shape != value.shape:  # an out= tensor the op resizes
                 target.resize_(value.shape)
             hbm.host_view(target).copy_(value)
@@ -312,7 +315,7 @@ def _program_entry(op: torch._ops.OpOverload, args: Any, kwargs: Any) -> _Progra
     except NeuronCompileError as error:
         raise _NotForTheDevice(str(error).splitlines()[0]) from None
     STATS.programs_compiled += 1
-    return _Program(compiled, fresh_results)
+    return _Program(compiled, fresh_results, written_positions)
 
 
 def _check_compute_dtypes(dtypes: Any) -> None:

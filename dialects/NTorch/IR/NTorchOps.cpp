@@ -151,10 +151,130 @@ struct FoldTransposeIntoMatmul : OpRewritePattern<MatmulOp> {
     return success();
   }
 };
+
+/// matmul(x * c, y) -> matmul(x, y) * c for a scalar constant c, through reshapes and
+/// permutes (likewise for y): the scale moves to the result, where it joins the consumer's
+/// elementwise work, and the operands stay as they were loaded (narrow, for the pattern
+/// below). The fp32 result differs from the original by rounding only (PyTorch's CPU attention
+/// scales q and k by sqrt(scale) each).
+struct HoistScaleFromMatmul : OpRewritePattern<MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  /// The scalar constant an operand is multiplied by (through views), with the views and
+  /// the multiply's other input.
+  static BinaryOp scaled(Value v, SmallVectorImpl<Operation *> &views, Value &scale) {
+    while (Operation *def = v.getDefiningOp()) {
+      if (isa<ReshapeOp, PermuteOp>(def)) {
+        views.push_back(def);
+        v = def->getOperand(0);
+        continue;
+      }
+      auto mul = dyn_cast<BinaryOp>(def);
+      if (!mul || mul.getFn() != BinaryFn::mul)
+        return nullptr;
+      for (auto [x, c] : {std::pair(mul.getLhs(), mul.getRhs()), std::pair(mul.getRhs(), mul.getLhs())}) {
+        auto constant = c.getDefiningOp<ConstantOp>();
+        if (constant && tensorType(c).getNumElements() == 1 &&
+            tensorType(x).getShape() == tensorType(mul.getResult()).getShape() &&
+            tensorType(x).getElementType() == tensorType(mul.getResult()).getElementType()) {
+          scale = c;
+          return mul;
+        }
+      }
+      return nullptr;
+    }
+    return nullptr;
+  }
+
+  LogicalResult matchAndRewrite(MatmulOp op, PatternRewriter &rewriter) const override {
+    // fp32 only: in a narrow result type the moved multiply would round a second time.
+    auto resType = tensorType(op.getResult());
+    if (!resType.getElementType().isF32())
+      return failure();
+    for (OpOperand *operand : {&op.getLhsMutable(), &op.getRhsMutable()}) {
+      SmallVector<Operation *> views;
+      Value scale;
+      BinaryOp mul = scaled(operand->get(), views, scale);
+      if (!mul)
+        continue;
+      Value unscaled = mul.getLhs() == scale ? mul.getRhs() : mul.getLhs();
+      for (Operation *view : llvm::reverse(views)) {
+        Operation *copy = rewriter.clone(*view);
+        copy->setOperand(0, unscaled);
+        unscaled = copy->getResult(0);
+      }
+      rewriter.setInsertionPointAfter(op);
+      auto product = rewriter.create<BinaryOp>(op.getLoc(), resType, BinaryFn::mul,
+                                               op.getResult(), scale);
+      rewriter.replaceAllUsesExcept(op.getResult(), product.getResult(), product);
+      rewriter.modifyOpInPlace(op, [&] { operand->set(unscaled); });
+      return success();
+    }
+    return failure();
+  }
+};
+
+/// matmul(widen(a), widen(b)) -> matmul(a, b), with the same fp32 result, where widen is a
+/// bf16/fp16 -> fp32 cast seen through reshapes and permutes. The Tensor engine multiplies
+/// the narrow values exactly into its fp32 accumulator, so the result is the same; the fp32
+/// copies (and a fp32 matmul, several times slower) go away. This is how PyTorch's CPU
+/// attention in bf16 reaches the compiler: its inputs are upcast before the matmuls.
+struct FoldWideningIntoMatmul : OpRewritePattern<MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  /// The narrow value an operand widens (through views), and the views in between.
+  static Value narrowSource(Value v, SmallVectorImpl<Operation *> &views) {
+    while (Operation *def = v.getDefiningOp()) {
+      if (isa<ReshapeOp, PermuteOp>(def)) {
+        views.push_back(def);
+        v = def->getOperand(0);
+        continue;
+      }
+      auto cast = dyn_cast<CastOp>(def);
+      if (!cast)
+        return {};
+      Type from = tensorType(cast.getInput()).getElementType();
+      Type to = tensorType(cast.getResult()).getElementType();
+      if (to.isF32() && (from.isBF16() || from.isF16()))
+        return cast.getInput();
+      return {};
+    }
+    return {};
+  }
+
+  /// The views applied to the narrow value instead, innermost first.
+  static Value rebuild(PatternRewriter &rewriter, Value narrow, ArrayRef<Operation *> views) {
+    Type et = tensorType(narrow).getElementType();
+    for (Operation *view : llvm::reverse(views)) {
+      auto type = RankedTensorType::get(tensorType(view->getResult(0)).getShape(), et);
+      Operation *copy = rewriter.clone(*view);
+      copy->setOperand(0, narrow);
+      copy->getResult(0).setType(type);
+      narrow = copy->getResult(0);
+    }
+    return narrow;
+  }
+
+  LogicalResult matchAndRewrite(MatmulOp op, PatternRewriter &rewriter) const override {
+    if (!tensorType(op.getResult()).getElementType().isF32())
+      return failure();
+    SmallVector<Operation *> lhsViews, rhsViews;
+    Value lhs = narrowSource(op.getLhs(), lhsViews), rhs = narrowSource(op.getRhs(), rhsViews);
+    if (!lhs || !rhs || tensorType(lhs).getElementType() != tensorType(rhs).getElementType())
+      return failure();
+    Value narrowLhs = rebuild(rewriter, lhs, lhsViews);
+    Value narrowRhs = rebuild(rewriter, rhs, rhsViews);
+    rewriter.modifyOpInPlace(op, [&] {
+      op.getLhsMutable().assign(narrowLhs);
+      op.getRhsMutable().assign(narrowRhs);
+    });
+    return success();
+  }
+};
 } // namespace
 
 void MatmulOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *ctx) {
-  results.add<FoldTransposeIntoMatmul>(ctx);
+  results.add<FoldTransposeIntoMatmul, HoistScaleFromMatmul, FoldWideningIntoMatmul>(ctx);
 }
 
 //===----------------------------------------------------------------------===//

@@ -36,3 +36,41 @@ func.func @fold_views(%x: tensor<3x200xf32>) -> tensor<200x3xf32> {
   %3 = ntorch.reshape %2 : tensor<600xf32> -> tensor<200x3xf32>
   return %3 : tensor<200x3xf32>
 }
+
+// -----
+
+// PyTorch's CPU attention in bf16: q and k upcast to fp32 and scaled before QK^T. The scale
+// moves to the fp32 result, the widening casts fold away: a bf16 matmul with an fp32 result
+// (the Tensor engine's products are exact in its fp32 accumulator).
+// CHECK-LABEL: func @bf16_attention_scores
+// CHECK-NOT: ntorch.cast
+// CHECK: %[[KT:.*]] = ntorch.reshape %{{.*}} : tensor<1x2x64x128xbf16> -> tensor<2x64x128xbf16>
+// CHECK: %[[S:.*]] = ntorch.matmul %{{.*}}, %[[KT]] : tensor<2x128x64xbf16>, tensor<2x64x128xbf16> -> tensor<2x128x128xf32>
+// CHECK: %[[M1:.*]] = ntorch.binary mul %[[S]], %{{.*}} : tensor<2x128x128xf32>, tensor<f32>
+// CHECK: ntorch.binary mul %[[M1]], %{{.*}} : tensor<2x128x128xf32>, tensor<f32>
+func.func @bf16_attention_scores(%q: tensor<1x2x128x64xbf16>, %k: tensor<1x2x128x64xbf16>) -> tensor<2x128x128xf32> {
+  %s = ntorch.constant dense<0.353553385> : tensor<f32>
+  %qf = ntorch.cast %q : tensor<1x2x128x64xbf16> -> tensor<1x2x128x64xf32>
+  %kf = ntorch.cast %k : tensor<1x2x128x64xbf16> -> tensor<1x2x128x64xf32>
+  %qs = ntorch.binary mul %qf, %s : tensor<1x2x128x64xf32>, tensor<f32> -> tensor<1x2x128x64xf32>
+  %kt = ntorch.permute %kf [0, 1, 3, 2] : tensor<1x2x128x64xf32> -> tensor<1x2x64x128xf32>
+  %ks = ntorch.binary mul %kt, %s : tensor<1x2x64x128xf32>, tensor<f32> -> tensor<1x2x64x128xf32>
+  %q3 = ntorch.reshape %qs : tensor<1x2x128x64xf32> -> tensor<2x128x64xf32>
+  %k3 = ntorch.reshape %ks : tensor<1x2x64x128xf32> -> tensor<2x64x128xf32>
+  %r = ntorch.matmul %q3, %k3 : tensor<2x128x64xf32>, tensor<2x64x128xf32> -> tensor<2x128x128xf32>
+  return %r : tensor<2x128x128xf32>
+}
+
+// -----
+
+// A scale on a matmul with a bf16 result stays where it is (moving it would round twice),
+// and a narrowing (not widening) cast is not folded.
+// CHECK-LABEL: func @bf16_result_keeps_its_scale
+// CHECK: ntorch.binary mul %arg0
+// CHECK: ntorch.matmul
+func.func @bf16_result_keeps_its_scale(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>) -> tensor<4x4xbf16> {
+  %s = ntorch.constant dense<0.5> : tensor<f32>
+  %as = ntorch.binary mul %a, %s : tensor<4x8xbf16>, tensor<f32> -> tensor<4x8xbf16>
+  %r = ntorch.matmul %as, %b : tensor<4x8xbf16>, tensor<8x4xbf16> -> tensor<4x4xbf16>
+  return %r : tensor<4x4xbf16>
+}

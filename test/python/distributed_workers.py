@@ -194,27 +194,33 @@ def pipeline(rank: int, world: int, port: int, out: str) -> None:
 
     device = init(rank, world, port)
     full = mlp()
-    stages = [full[:2], full[2:]]  # Linear, GELU | Linear, GELU, Linear
-    stage_module = stages[rank].to(device)
+    # contiguous layer ranges, one per stage (2 stages: Linear, GELU | Linear, GELU, Linear)
+    bounds = [round(i * len(full) / world) for i in range(world + 1)]
+    stage_module = full[bounds[rank] : bounds[rank + 1]].to(device)
     stage = PipelineStage(stage_module, rank, world, device)
 
     def loss_fn(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         return torch.nn.functional.mse_loss(output, target)
 
     schedule = ScheduleGPipe(stage, n_microbatches=2, loss_fn=loss_fn)
-    optimizer = torch.optim.SGD(stage_module.parameters(), lr=LR)
+    params = list(stage_module.parameters())  # a stage may hold only an activation
+    optimizer = torch.optim.SGD(params, lr=LR) if params else None
     x, y = data(world)
     losses = []
     for _ in range(STEPS):
         if rank == 0:
             schedule.step(x.to(device))
             losses.append(None)
+        elif rank < world - 1:
+            schedule.step()
+            losses.append(None)
         else:
             micro: list[torch.Tensor] = []
             schedule.step(target=y.to(device), losses=micro)
             losses.append(sum(m.item() for m in micro) / len(micro))
-        optimizer.step()
-        optimizer.zero_grad()
+        if optimizer is not None:
+            optimizer.step()
+            optimizer.zero_grad()
     params = [p.detach().cpu() for p in stage_module.parameters()]
     _finish(out, rank, {"losses": losses, "params": params})
 

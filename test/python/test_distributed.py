@@ -157,19 +157,23 @@ def test_representative_rank_mode_times_the_full_world(tmp_path, monkeypatch):
     assert big["per_rank"][0]["compute_ns"] == pytest.approx(representative["compute_ns"])
 
 
-@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
-def test_fsdp2_two_ranks_match_single_process(tmp_path, compiled):
-    results = _run(workers.fsdp2, 2, tmp_path, compiled)
-    expected = workers.reference()
+@pytest.mark.parametrize(
+    "world, compiled", [(2, False), (2, True), (4, False)], ids=["2-eager", "2-compiled", "4-eager"]
+)
+def test_fsdp2_matches_single_process(tmp_path, world, compiled):
+    results = _run(workers.fsdp2, world, tmp_path, compiled)
+    expected = workers.reference(world=world)
     for r in results:
         assert r["losses"] == pytest.approx(expected["losses"], abs=1e-5)
         _assert_params_close(r["params"], expected["params"])
 
 
-@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
-def test_tensor_parallel_gpt_block_two_ranks_matches_single_process(tmp_path, compiled):
+@pytest.mark.parametrize(
+    "world, compiled", [(2, False), (2, True), (4, False)], ids=["2-eager", "2-compiled", "4-eager"]
+)
+def test_tensor_parallel_gpt_block_matches_single_process(tmp_path, world, compiled):
     # compiled: the graphs hold functional collectives, which run through the process group
-    results = _run(workers.tensor_parallel, 2, tmp_path, compiled)
+    results = _run(workers.tensor_parallel, world, tmp_path, compiled)
     expected = workers.block_reference()
     for r in results:
         assert r["fallbacks"] == {}  # collectives are not CPU fallbacks
@@ -177,11 +181,12 @@ def test_tensor_parallel_gpt_block_two_ranks_matches_single_process(tmp_path, co
         _assert_params_close(r["params"], expected["params"])
 
 
-def test_pipeline_parallel_two_stages_match_single_process(tmp_path):
-    first, last = _run(workers.pipeline, 2, tmp_path)
-    expected = workers.reference()
-    assert last["losses"] == pytest.approx(expected["losses"], abs=1e-5)
-    _assert_params_close(first["params"] + last["params"], expected["params"])
+@pytest.mark.parametrize("stages", [2, 4])
+def test_pipeline_parallel_matches_single_process(tmp_path, stages):
+    results = _run(workers.pipeline, stages, tmp_path)
+    expected = workers.reference(world=stages)
+    assert results[-1]["losses"] == pytest.approx(expected["losses"], abs=1e-5)
+    _assert_params_close([p for r in results for p in r["params"]], expected["params"])
 
 
 # ---------------------------------------------------------------------------------------------

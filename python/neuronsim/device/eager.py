@@ -38,13 +38,13 @@ from . import hbm
 
 log = logging.getLogger("neuronsim")
 
-_MAX_ENTRIES = 4096
+_MAX_ENTRIES = 4096  # cached decisions; the oldest is dropped beyond this (scalars vary)
 # The dispatch-key state of a fresh thread (no keys included, autocast excluded), taken at import.
 _CLEAN_DISPATCH_KEYS = (
     torch._C._dispatch_tls_local_include_set(),
     torch._C._dispatch_tls_local_exclude_set(),
 )
-_no_modes = torch.utils._python_dispatch._disable_current_modes  # cached decisions; the oldest is dropped beyond this (scalars vary)
+_no_modes = torch.utils._python_dispatch._disable_current_modes
 
 
 @dataclass

@@ -100,6 +100,23 @@ struct Allocation {
   size_t bytes;
 };
 
+/// Counts `bytes` against the device's HBM, or raises OutOfMemoryError naming the sizes.
+void reserve(c10::DeviceIndex device, size_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex);
+  DeviceState &s = state(device);
+  TORCH_CHECK_WITH(OutOfMemoryError, s.allocatedBytes + int64_t(bytes) <= config.capacityBytes,
+                   "neuron: out of simulated HBM on neuron:", int(device),
+                   ": tried to allocate ", humanBytes(int64_t(bytes)), " with ",
+                   humanBytes(s.allocatedBytes), " already allocated of the ",
+                   humanBytes(config.capacityBytes),
+                   " the target has per core (torch.neuron.memory_allocated() counts what is "
+                   "live; free tensors or pick a target with more HBM)");
+  s.allocatedBytes += int64_t(bytes);
+  s.peakBytes = std::max(s.peakBytes, s.allocatedBytes);
+  s.allocations += 1;
+}
+
+/// Gives back what reserve() counted (the context is the Allocation).
 void freeAllocation(void *context) {
   auto *allocation = static_cast<Allocation *>(context);
   {
@@ -130,20 +147,7 @@ public:
     const c10::Device where(kNeuron, device);
     if (bytes == 0)
       return {nullptr, nullptr, &c10::detail::deleteNothing, where};
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      DeviceState &s = state(device);
-      TORCH_CHECK_WITH(OutOfMemoryError, s.allocatedBytes + int64_t(bytes) <= config.capacityBytes,
-                       "neuron: out of simulated HBM on neuron:", int(device),
-                       ": tried to allocate ", humanBytes(int64_t(bytes)), " with ",
-                       humanBytes(s.allocatedBytes), " already allocated of the ",
-                       humanBytes(config.capacityBytes),
-                       " the target has per core (torch.neuron.memory_allocated() counts what is "
-                       "live; free tensors or pick a target with more HBM)");
-      s.allocatedBytes += int64_t(bytes);
-      s.peakBytes = std::max(s.peakBytes, s.allocatedBytes);
-      s.allocations += 1;
-    }
+    reserve(device, bytes);
     // 64-byte aligned, rounded up as aligned_alloc requires.
     void *data = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (!data) {
@@ -343,18 +347,7 @@ at::Tensor adoptHost(const at::Tensor &result, c10::Device device) {
   const c10::DeviceIndex index = device.has_index() ? device.index() : currentDevice;
   checkedDtype(source.scalar_type());
   const size_t bytes = source.storage().nbytes();
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    DeviceState &s = state(index);
-    TORCH_CHECK_WITH(OutOfMemoryError, s.allocatedBytes + int64_t(bytes) <= config.capacityBytes,
-                     "neuron: out of simulated HBM on neuron:", int(index), ": a result of ",
-                     humanBytes(int64_t(bytes)), " does not fit beside the ",
-                     humanBytes(s.allocatedBytes), " already allocated of the ",
-                     humanBytes(config.capacityBytes), " the target has per core");
-    s.allocatedBytes += int64_t(bytes);
-    s.peakBytes = std::max(s.peakBytes, s.allocatedBytes);
-    s.allocations += 1;
-  }
+  reserve(index, bytes);
   c10::Storage cpuStorage = source.storage();
   void *data = cpuStorage.mutable_data();
   auto *ctx = new AdoptedContext{cpuStorage, new Allocation{index, bytes}};

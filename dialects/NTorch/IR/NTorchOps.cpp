@@ -152,6 +152,30 @@ struct FoldTransposeIntoMatmul : OpRewritePattern<MatmulOp> {
   }
 };
 
+/// The value under a chain of reshapes and permutes, and those views, outermost first.
+static Value throughViews(Value v, SmallVectorImpl<Operation *> &views) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (!isa<ReshapeOp, PermuteOp>(def))
+      break;
+    views.push_back(def);
+    v = def->getOperand(0);
+  }
+  return v;
+}
+
+/// The same views applied to `base` instead (innermost first), in base's element type.
+static Value reapplyViews(PatternRewriter &rewriter, Value base, ArrayRef<Operation *> views) {
+  Type et = tensorType(base).getElementType();
+  for (Operation *view : llvm::reverse(views)) {
+    Operation *copy = rewriter.clone(*view);
+    copy->setOperand(0, base);
+    copy->getResult(0).setType(
+        RankedTensorType::get(tensorType(view->getResult(0)).getShape(), et));
+    base = copy->getResult(0);
+  }
+  return base;
+}
+
 /// matmul(x * c, y) -> matmul(x, y) * c for a scalar constant c, through reshapes and
 /// permutes (likewise for y): the scale moves to the result, where it joins the consumer's
 /// elementwise work, and the operands stay as they were loaded (narrow, for the pattern
@@ -160,28 +184,18 @@ struct FoldTransposeIntoMatmul : OpRewritePattern<MatmulOp> {
 struct HoistScaleFromMatmul : OpRewritePattern<MatmulOp> {
   using OpRewritePattern::OpRewritePattern;
 
-  /// The scalar constant an operand is multiplied by (through views), with the views and
-  /// the multiply's other input.
+  /// The multiply by a scalar constant an operand is (through views), with the views and
+  /// the constant.
   static BinaryOp scaled(Value v, SmallVectorImpl<Operation *> &views, Value &scale) {
-    while (Operation *def = v.getDefiningOp()) {
-      if (isa<ReshapeOp, PermuteOp>(def)) {
-        views.push_back(def);
-        v = def->getOperand(0);
-        continue;
-      }
-      auto mul = dyn_cast<BinaryOp>(def);
-      if (!mul || mul.getFn() != BinaryFn::mul)
-        return nullptr;
-      for (auto [x, c] : {std::pair(mul.getLhs(), mul.getRhs()), std::pair(mul.getRhs(), mul.getLhs())}) {
-        auto constant = c.getDefiningOp<ConstantOp>();
-        if (constant && tensorType(c).getNumElements() == 1 &&
-            tensorType(x).getShape() == tensorType(mul.getResult()).getShape() &&
-            tensorType(x).getElementType() == tensorType(mul.getResult()).getElementType()) {
-          scale = c;
-          return mul;
-        }
-      }
+    auto mul = throughViews(v, views).getDefiningOp<BinaryOp>();
+    if (!mul || mul.getFn() != BinaryFn::mul)
       return nullptr;
+    for (auto [x, c] : {std::pair(mul.getLhs(), mul.getRhs()), std::pair(mul.getRhs(), mul.getLhs())}) {
+      if (c.getDefiningOp<ConstantOp>() && tensorType(c).getNumElements() == 1 &&
+          tensorType(x) == tensorType(mul.getResult())) {
+        scale = c;
+        return mul;
+      }
     }
     return nullptr;
   }
@@ -197,12 +211,8 @@ struct HoistScaleFromMatmul : OpRewritePattern<MatmulOp> {
       BinaryOp mul = scaled(operand->get(), views, scale);
       if (!mul)
         continue;
-      Value unscaled = mul.getLhs() == scale ? mul.getRhs() : mul.getLhs();
-      for (Operation *view : llvm::reverse(views)) {
-        Operation *copy = rewriter.clone(*view);
-        copy->setOperand(0, unscaled);
-        unscaled = copy->getResult(0);
-      }
+      Value unscaled =
+          reapplyViews(rewriter, mul.getLhs() == scale ? mul.getRhs() : mul.getLhs(), views);
       rewriter.setInsertionPointAfter(op);
       auto product = rewriter.create<BinaryOp>(op.getLoc(), resType, BinaryFn::mul,
                                                op.getResult(), scale);
@@ -224,35 +234,12 @@ struct FoldWideningIntoMatmul : OpRewritePattern<MatmulOp> {
 
   /// The narrow value an operand widens (through views), and the views in between.
   static Value narrowSource(Value v, SmallVectorImpl<Operation *> &views) {
-    while (Operation *def = v.getDefiningOp()) {
-      if (isa<ReshapeOp, PermuteOp>(def)) {
-        views.push_back(def);
-        v = def->getOperand(0);
-        continue;
-      }
-      auto cast = dyn_cast<CastOp>(def);
-      if (!cast)
-        return {};
-      Type from = tensorType(cast.getInput()).getElementType();
-      Type to = tensorType(cast.getResult()).getElementType();
-      if (to.isF32() && (from.isBF16() || from.isF16()))
-        return cast.getInput();
+    auto cast = throughViews(v, views).getDefiningOp<CastOp>();
+    if (!cast)
       return {};
-    }
-    return {};
-  }
-
-  /// The views applied to the narrow value instead, innermost first.
-  static Value rebuild(PatternRewriter &rewriter, Value narrow, ArrayRef<Operation *> views) {
-    Type et = tensorType(narrow).getElementType();
-    for (Operation *view : llvm::reverse(views)) {
-      auto type = RankedTensorType::get(tensorType(view->getResult(0)).getShape(), et);
-      Operation *copy = rewriter.clone(*view);
-      copy->setOperand(0, narrow);
-      copy->getResult(0).setType(type);
-      narrow = copy->getResult(0);
-    }
-    return narrow;
+    Type from = tensorType(cast.getInput()).getElementType();
+    Type to = tensorType(cast.getResult()).getElementType();
+    return to.isF32() && (from.isBF16() || from.isF16()) ? cast.getInput() : Value();
   }
 
   LogicalResult matchAndRewrite(MatmulOp op, PatternRewriter &rewriter) const override {
@@ -262,8 +249,8 @@ struct FoldWideningIntoMatmul : OpRewritePattern<MatmulOp> {
     Value lhs = narrowSource(op.getLhs(), lhsViews), rhs = narrowSource(op.getRhs(), rhsViews);
     if (!lhs || !rhs || tensorType(lhs).getElementType() != tensorType(rhs).getElementType())
       return failure();
-    Value narrowLhs = rebuild(rewriter, lhs, lhsViews);
-    Value narrowRhs = rebuild(rewriter, rhs, rhsViews);
+    Value narrowLhs = reapplyViews(rewriter, lhs, lhsViews);
+    Value narrowRhs = reapplyViews(rewriter, rhs, rhsViews);
     rewriter.modifyOpInPlace(op, [&] {
       op.getLhsMutable().assign(narrowLhs);
       op.getRhsMutable().assign(narrowRhs);

@@ -213,17 +213,23 @@ def _is_tensor_type(t: Any) -> bool:
     )
 
 
+def _aliased_arguments(op: torch._ops.OpOverload, args: Sequence[Any], kwargs: dict[str, Any]):
+    """(schema argument, its value) for each argument the op's schema marks as aliased."""
+    for index, argument in enumerate(op._schema.arguments):
+        if argument.alias_info is None:
+            continue
+        if argument.kwarg_only or index >= len(args):
+            yield argument, kwargs.get(argument.name)
+        else:
+            yield argument, args[index]
+
+
 def _mutated_tensors(op: torch._ops.OpOverload, args: Sequence[Any], kwargs: dict[str, Any]):
     """The tensors the op writes (in-place self, out=), in schema order."""
     written: list[torch.Tensor] = []
-    for index, argument in enumerate(op._schema.arguments):
-        if argument.alias_info is None or not argument.alias_info.is_write:
-            continue
-        if argument.kwarg_only or index >= len(args):
-            value = kwargs.get(argument.name)
-        else:
-            value = args[index]
-        written.extend(v for v in pytree.tree_leaves(value) if isinstance(v, torch.Tensor))
+    for argument, value in _aliased_arguments(op, args, kwargs):
+        if argument.alias_info.is_write:
+            written.extend(v for v in pytree.tree_leaves(value) if isinstance(v, torch.Tensor))
     return written
 
 
@@ -355,13 +361,7 @@ def _assemble(op, args, kwargs, fresh: list[torch.Tensor]) -> Any:
 def _returned_written(op, args, kwargs) -> list[Any]:
     """The arguments the op returns as itself (its `Tensor(a!)` returns), in return order."""
     by_set: dict[str, Any] = {}
-    for index, argument in enumerate(op._schema.arguments):
-        if argument.alias_info is None:
-            continue
-        if argument.kwarg_only or index >= len(args):
-            value = kwargs.get(argument.name)
-        else:
-            value = args[index]
+    for argument, value in _aliased_arguments(op, args, kwargs):
         for name in argument.alias_info.before_set:
             by_set.setdefault(name, value)
     out = []

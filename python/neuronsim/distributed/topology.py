@@ -155,10 +155,3 @@ def collective_ns(topology: Topology, kind: str, nbytes: int, ranks: list[int]) 
         _steps_ns(m, link) for m, _, link in levels
     )
     return 2 * one_way if kind == ALL_REDUCE else one_way
-
-
-def ring_bound_ns(link: Link, kind: str, nbytes: int, p: int) -> float:
-    """The bandwidth bound of a ring collective over one link (no latency): what bench/
-    compares the model against."""
-    factor = {ALL_REDUCE: 2 * (p - 1) / p, ALL_GATHER: (p - 1) / p, REDUCE_SCATTER: (p - 1) / p}
-    return factor[kind] * nbytes / link.bytes_per_ns

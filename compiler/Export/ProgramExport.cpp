@@ -82,6 +82,7 @@ private:
   FailureOr<rt::AccessPattern> pattern(Operation *op, nisa::AccessPatternAttr ap);
   LogicalResult instruction(Operation *op);
   uint32_t origin(Location loc);
+  FailureOr<uint16_t> group(nisa::CollectiveOp op);
 
   rt::Program &program;
   llvm::StringMap<uint32_t> origins;
@@ -122,6 +123,23 @@ uint32_t Exporter::origin(Location loc) {
   if (inserted)
     program.origins.push_back(text);
   return it->second;
+}
+
+/// The index of the collective's process group in Program::groups (added on first use).
+FailureOr<uint16_t> Exporter::group(nisa::CollectiveOp op) {
+  for (size_t i = 0; i < program.groups.size(); ++i) {
+    if (program.groups[i].name != op.getGroup())
+      continue;
+    if (program.groups[i].size != op.getGroupSize())
+      return op.emitOpError("group \"") << op.getGroup() << "\" has " << op.getGroupSize()
+                                         << " ranks here but " << program.groups[i].size
+                                         << " in an earlier collective";
+    return (uint16_t)i;
+  }
+  if (program.groups.size() > 0xffff)
+    return op.emitOpError("more than 65536 process groups");
+  program.groups.push_back({op.getGroup().str(), (int32_t)op.getGroupSize()});
+  return (uint16_t)(program.groups.size() - 1);
 }
 
 LogicalResult Exporter::instruction(Operation *op) {
@@ -187,6 +205,16 @@ LogicalResult Exporter::instruction(Operation *op) {
             return success(succeeded(src(o.getTable())) && succeeded(src(o.getIndices())));
           })
           .Case([&](nisa::TensorCopyOp o) {
+            return src(o.getSrc());
+          })
+          .Case([&](nisa::CollectiveOp o) -> LogicalResult {
+            rt::parseCollectiveKind(stringifyCollectiveKind(o.getKind()).str(),
+                                    inst.collective);
+            inst.alu = alu(o.getReduce());
+            FailureOr<uint16_t> g = group(o);
+            if (failed(g))
+              return failure();
+            inst.group = *g;
             return src(o.getSrc());
           })
           .Default([](Operation *op) { return op->emitOpError("has no program encoding"); });

@@ -28,4 +28,12 @@ def Neuron_AluOp : I32EnumAttr<"AluOp", "Vector-engine ALU operation", [
 ]> {
   let cppNamespace = "::neuron";
 }
+// Collective-communication kinds; names match runtime/Program.h CollectiveKind.
+def Neuron_CollectiveKind : I32EnumAttr<"CollectiveKind", "collective over a process group", [
+  I32EnumAttrCase<"all_reduce", 0>, I32EnumAttrCase<"all_gather", 1>,
+  I32EnumAttrCase<"reduce_scatter", 2>, I32EnumAttrCase<"all_to_all", 3>
+]> {
+  let cppNamespace = "::neuron";
+}
+
 #endif // NEURON_ENUMS_TD

@@ -26,13 +26,15 @@ bool parseName(const char *const (&names)[N], const std::string &name,
 const char *const kDTypeNames[] = {"f32", "bf16", "f16", "i64",
                                    "i32", "i8",   "u8",  "i1"};
 const int64_t kDTypeSizes[] = {4, 2, 2, 8, 4, 1, 1, 1};
-const char *const kEngineNames[] = {"tensor", "vector", "scalar", "gpsimd",
-                                    "dma"};
+const char *const kEngineNames[] = {"tensor", "vector", "scalar",
+                                    "gpsimd", "dma",    "collective"};
+const char *const kCollectiveKindNames[] = {"all_reduce", "all_gather",
+                                            "reduce_scatter", "all_to_all"};
 const char *const kOpcodeNames[] = {
     "dma_copy",      "matmul",        "activation",
     "tensor_tensor", "tensor_scalar", "tensor_copy",
     "tensor_reduce", "memset",        "iota",
-    "select",        "dma_gather"};
+    "select",        "dma_gather",    "collective"};
 const char *const kActFuncNames[] = {
     "identity", "relu",       "exp",  "log",       "tanh",    "sigmoid", "sqrt",
     "rsqrt",    "erf",        "gelu", "gelu_tanh", "silu",    "square",  "abs",
@@ -44,7 +46,9 @@ const char *const kAluOpNames[] = {"add", "sub", "mul", "div", "max", "min",
 static_assert(sizeof(kDTypeNames) / sizeof(*kDTypeNames) ==
               size_t(DType::Bool) + 1);
 static_assert(sizeof(kOpcodeNames) / sizeof(*kOpcodeNames) ==
-              size_t(Opcode::DmaGather) + 1);
+              size_t(Opcode::Collective) + 1);
+static_assert(sizeof(kCollectiveKindNames) / sizeof(*kCollectiveKindNames) ==
+              size_t(CollectiveKind::AllToAll) + 1);
 static_assert(sizeof(kActFuncNames) / sizeof(*kActFuncNames) ==
               size_t(ActFunc::Softplus) + 1);
 static_assert(sizeof(kAluOpNames) / sizeof(*kAluOpNames) ==
@@ -83,6 +87,8 @@ Engine engineOfQueue(int queue) {
     return Engine::Scalar;
   case kQueueGpSimd:
     return Engine::GpSimd;
+  case kQueueCollective:
+    return Engine::Collective;
   default:
     return Engine::Dma;
   }
@@ -93,9 +99,9 @@ const char *engineName(Engine e) {
 }
 
 std::string queueName(int queue) {
-  if (queue >= kQueueDma0 && queue < kNumQueues)
+  if (isDmaQueue(queue))
     return "dma" + std::to_string(queue - kQueueDma0);
-  if (queue >= 0 && queue < kQueueDma0)
+  if ((queue >= 0 && queue < kQueueDma0) || queue == kQueueCollective)
     return engineName(engineOfQueue(queue));
   return "?";
 }
@@ -110,6 +116,34 @@ const char *actFuncName(ActFunc f) {
 
 const char *aluOpName(AluOp op) {
   return lookup(kAluOpNames, std::size(kAluOpNames), size_t(op));
+}
+
+const char *collectiveKindName(CollectiveKind k) {
+  return lookup(kCollectiveKindNames, std::size(kCollectiveKindNames), size_t(k));
+}
+
+bool parseCollectiveKind(const std::string &name, CollectiveKind &out) {
+  size_t i;
+  if (!parseName(kCollectiveKindNames, name, i))
+    return false;
+  out = CollectiveKind(i);
+  return true;
+}
+
+int64_t collectiveDstElements(CollectiveKind kind, int64_t srcElements, int64_t ranks) {
+  if (ranks < 1)
+    return -1;
+  switch (kind) {
+  case CollectiveKind::AllReduce:
+    return srcElements;
+  case CollectiveKind::AllGather:
+    return srcElements * ranks;
+  case CollectiveKind::ReduceScatter:
+    return srcElements % ranks ? -1 : srcElements / ranks;
+  case CollectiveKind::AllToAll:
+    return srcElements % ranks ? -1 : srcElements;
+  }
+  return -1;
 }
 
 bool parseOpcode(const std::string &name, Opcode &out) {

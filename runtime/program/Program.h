@@ -16,7 +16,7 @@
 namespace neuron::runtime {
 
 /// Bumped on every incompatible change of the structs below or their encoding.
-inline constexpr int kProgramFormatVersion = 2;
+inline constexpr int kProgramFormatVersion = 3;
 
 /// Deepest loop nest a program may use.
 inline constexpr int kMaxLoopDepth = 8;
@@ -45,16 +45,23 @@ bool parseDType(const std::string &name, DType &out);
 
 enum class MemSpace : uint8_t { Hbm, Sbuf, Psum };
 
-/// Queues. Each compute engine has one queue; DMA has kNumDmaQueues queues.
-/// Every queue owns one semaphore that counts its completed instructions.
-enum class Engine : uint8_t { Tensor, Vector, Scalar, GpSimd, Dma };
+/// Queues. Each compute engine has one queue; DMA has kNumDmaQueues queues;
+/// the collective-communication engine (which moves data between cores) has
+/// one. Every queue owns one semaphore that counts its completed instructions.
+enum class Engine : uint8_t { Tensor, Vector, Scalar, GpSimd, Dma, Collective };
 inline constexpr int kNumDmaQueues = 16;
 inline constexpr int kQueueTensor = 0, kQueueVector = 1, kQueueScalar = 2,
                      kQueueGpSimd = 3, kQueueDma0 = 4;
-inline constexpr int kNumQueues = kQueueDma0 + kNumDmaQueues;
+inline constexpr int kQueueCollective = kQueueDma0 + kNumDmaQueues;
+inline constexpr int kNumQueues = kQueueCollective + 1;
+inline constexpr bool isDmaQueue(int queue) {
+  return queue >= kQueueDma0 && queue < kQueueDma0 + kNumDmaQueues;
+}
 Engine engineOfQueue(int queue);
-const char *engineName(Engine e); // "tensor", "vector", "scalar", "gpsimd", "dma"
-/// "tensor", "vector", "scalar", "gpsimd", "dma0" .. "dma15"; "?" if no queue.
+/// "tensor", "vector", "scalar", "gpsimd", "dma", "collective"
+const char *engineName(Engine e);
+/// "tensor", "vector", "scalar", "gpsimd", "dma0" .. "dma15", "collective";
+/// "?" if no queue.
 std::string queueName(int queue);
 
 /// A strided view of memory.
@@ -91,6 +98,27 @@ enum class Opcode : uint8_t {
   Select,       // dst = srcs[0] != 0 ? srcs[1] : srcs[2] (Vector or GpSimd).
   DmaGather,    // dst[p, :] = srcs[0] row srcs[1][p]: srcs[0] is the HBM pattern of row 0
                 // with dims[0] = {row stride, rows}; srcs[1] is an SBUF [P, 1] integer tile.
+  Collective,   // dst(hbm) = collective `collective` over Program::groups[group] of
+                // srcs[0](hbm), reducing with `alu` (Add/Mul/Max/Min); on the collective
+                // queue. The ranks' data moves through RunOptions::collective.
+};
+
+/// What a Collective instruction computes, for a group of n ranks (rank r):
+///  AllReduce:     dst = reduce over ranks of src              (dst, src: N elements)
+///  AllGather:     dst[k*N:(k+1)*N] = src of rank k            (src N, dst n*N)
+///  ReduceScatter: dst = (reduce over ranks of src)[r*N:(r+1)*N]   (src n*N, dst N)
+///  AllToAll:      dst[k*N:(k+1)*N] = src of rank k at [r*N:(r+1)*N]  (both n*N)
+enum class CollectiveKind : uint8_t { AllReduce, AllGather, ReduceScatter, AllToAll };
+
+/// Elements of a collective's dst for a src of `srcElements` over `ranks`
+/// ranks, or -1 if the source does not split into `ranks` blocks.
+int64_t collectiveDstElements(CollectiveKind kind, int64_t srcElements, int64_t ranks);
+
+/// A process group the program's collectives run over: its torch.distributed
+/// name (resolved by the host when the program runs) and its number of ranks.
+struct CollectiveGroup {
+  std::string name;
+  int32_t size = 1;
 };
 
 /// Element functions of the Scalar engine.
@@ -109,6 +137,9 @@ enum class AluOp : uint8_t { Add, Sub, Mul, Div, Max, Min, Pow, Eq, Ne, Lt, Le, 
 const char *opcodeName(Opcode op);
 const char *actFuncName(ActFunc f);
 const char *aluOpName(AluOp op);
+/// "all_reduce", "all_gather", "reduce_scatter", "all_to_all".
+const char *collectiveKindName(CollectiveKind k);
+bool parseCollectiveKind(const std::string &name, CollectiveKind &out);
 bool parseOpcode(const std::string &name, Opcode &out);
 bool parseActFunc(const std::string &name, ActFunc &out);
 bool parseAluOp(const std::string &name, AluOp &out);
@@ -134,6 +165,8 @@ struct Instruction {
   bool accumulate = false;      // Matmul: add into dst instead of overwriting.
   bool reverse = false;         // TensorScalar: scalar is the left operand.
   uint8_t axes = 1;             // TensorReduce: number of innermost free dims reduced.
+  CollectiveKind collective = CollectiveKind::AllReduce; // Collective: what it computes
+  uint16_t group = 0;           // Collective: index into Program::groups.
   uint32_t origin = 0;          // index into Program::origins (the ATen node), for traces.
 };
 
@@ -166,6 +199,7 @@ struct Program {
   std::vector<Instruction> instructions; // a valid issue order across queues.
   std::vector<Loop> loops;               // loops over ranges of `instructions`.
   std::vector<std::string> origins;      // "aten.mm.default (model.py:12)" etc.
+  std::vector<CollectiveGroup> groups;   // process groups of Collective instructions
   uint64_t flops = 0;                    // useful FLOPs of the source graph.
 };
 

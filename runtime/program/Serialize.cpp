@@ -1,8 +1,9 @@
 // JSON and CBOR encodings of Program (one document tree, nlohmann_json).
 //
-// Document (format version kProgramFormatVersion = 2):
-//   {"format": "neuronsim-program", "version": 2, "target": "trn2",
+// Document (format version kProgramFormatVersion = 3):
+//   {"format": "neuronsim-program", "version": 3, "target": "trn2",
 //    "flops": 0, "origins": ["aten.mm.default (model.py:12)", ...],
+//    "groups": [{"name": "0", "size": 4}, ...]  (omitted when empty),
 //    "buffers": [{"name", "kind": "input|output|internal|constant", "index",
 //                 "dtype": "f32|bf16|f16|i64|i32|i8|u8|i1", "shape": [..],
 //                 "data": <constant bytes>}, ...],
@@ -11,6 +12,7 @@
 //                      "waits": [[queue, value], [queue, value, TERMS], ...],
 //                      "func": "gelu_tanh", "alu": "add", "imm": [a, b],
 //                      "accumulate": false, "reverse": false, "axes": 1,
+//                      "collective": "all_reduce", "group": 0,
 //                      "origin": 0}, ...],
 //    "loops": [[begin, end, count], ...]}
 //   AP = {"space": "hbm|sbuf|psum", "dtype": "bf16", "buffer": 0 (hbm),
@@ -194,7 +196,7 @@ json instructionToJson(const Instruction &in) {
     j["waits"] = std::move(waits);
   }
   bool usesAlu = op == Opcode::TensorTensor || op == Opcode::TensorScalar ||
-                 op == Opcode::TensorReduce;
+                 op == Opcode::TensorReduce || op == Opcode::Collective;
   bool usesImm = op == Opcode::Activation || op == Opcode::TensorScalar ||
                  op == Opcode::Memset || op == Opcode::Iota;
   if (op == Opcode::Activation || in.func != ActFunc::Identity)
@@ -209,6 +211,10 @@ json instructionToJson(const Instruction &in) {
     j["reverse"] = in.reverse;
   if (op == Opcode::TensorReduce || in.axes != 1)
     j["axes"] = in.axes;
+  if (op == Opcode::Collective || in.collective != CollectiveKind::AllReduce)
+    j["collective"] = collectiveKindName(in.collective);
+  if (op == Opcode::Collective || in.group != 0)
+    j["group"] = in.group;
   if (in.origin != 0)
     j["origin"] = in.origin;
   return j;
@@ -239,14 +245,21 @@ json programToTree(const Program &p, bool binary) {
   json loops = json::array();
   for (const Loop &l : p.loops)
     loops.push_back({l.begin, l.end, l.count});
-  return {{"format", kFormatName},
-          {"version", kProgramFormatVersion},
-          {"target", p.target},
-          {"flops", p.flops},
-          {"origins", p.origins},
-          {"buffers", std::move(buffers)},
-          {"instructions", std::move(insts)},
-          {"loops", std::move(loops)}};
+  json tree = {{"format", kFormatName},
+               {"version", kProgramFormatVersion},
+               {"target", p.target},
+               {"flops", p.flops},
+               {"origins", p.origins},
+               {"buffers", std::move(buffers)},
+               {"instructions", std::move(insts)},
+               {"loops", std::move(loops)}};
+  if (!p.groups.empty()) {
+    json groups = json::array();
+    for (const CollectiveGroup &g : p.groups)
+      groups.push_back({{"name", g.name}, {"size", g.size}});
+    tree["groups"] = std::move(groups);
+  }
+  return tree;
 }
 
 } // namespace

@@ -252,6 +252,10 @@ Instruction readInstruction(const json &j, const Path &p, int depth) {
   in.accumulate = boolean(j, "accumulate", p);
   in.reverse = boolean(j, "reverse", p);
   in.axes = uint8_t(integerOr(j, "axes", p, 0, 255, 1));
+  if (const json *c = optional(j, "collective"))
+    in.collective = enumValue<CollectiveKind>(*c, p / "collective", parseCollectiveKind,
+                                              "collective kind");
+  in.group = uint16_t(integerOr(j, "group", p, 0, 65535, 0));
   in.origin = uint32_t(integerOr(j, "origin", p, 0, kU32Max, 0));
   return in;
 }
@@ -335,6 +339,18 @@ Program readProgram(const json &j) {
     array(*o, op);
     for (size_t i = 0; i < o->size(); ++i)
       prog.origins.push_back(string((*o)[i], op[i]));
+  }
+  if (const json *g = optional(j, "groups")) {
+    const Path gp = root / "groups";
+    array(*g, gp);
+    for (size_t i = 0; i < g->size(); ++i) {
+      expectObject((*g)[i], gp[i]);
+      CollectiveGroup group;
+      group.name = string(required((*g)[i], "name", gp[i]), gp[i] / "name");
+      group.size = int32_t(integer(required((*g)[i], "size", gp[i]), gp[i] / "size", 1,
+                                   INT32_MAX));
+      prog.groups.push_back(std::move(group));
+    }
   }
   const Path bp = root / "buffers";
   const json &bufs = array(required(j, "buffers", root), bp);

@@ -16,6 +16,7 @@
 #include "runtime/simulator/Simulator.h"
 #include "runtime/simulator/functional/StridedView.h"
 
+#include <algorithm>
 #include <string>
 
 namespace neuron::runtime {
@@ -99,6 +100,7 @@ private:
   InstrShape checkDma();
   InstrShape checkGather();
   InstrShape checkMatmul();
+  InstrShape checkCollective();
   InstrShape checkCompute();
   InstrShape checkOperands();
 
@@ -144,6 +146,9 @@ void Checker::checkQueue() {
     break;
   case Opcode::Iota:
     ok = e == Engine::GpSimd;
+    break;
+  case Opcode::Collective:
+    ok = e == Engine::Collective;
     break;
   default:
     fail("unknown opcode " + std::to_string(int(inst_.opcode)));
@@ -469,8 +474,56 @@ InstrShape Checker::checkCompute() {
   return sh;
 }
 
+/// A collective reads and writes whole contiguous HBM ranges outside loops;
+/// the element counts follow its kind and its group's size.
+InstrShape Checker::checkCollective() {
+  expectSrcs(1);
+  if (loopDepth_ > 0)
+    fail("a collective cannot run inside a loop");
+  const AccessPattern &src = inst_.srcs[0];
+  expectSpace(inst_.dst, -1, MemSpace::Hbm);
+  expectSpace(src, 0, MemSpace::Hbm);
+  checkAp(inst_.dst, -1, false);
+  checkAp(src, 0, false);
+  if (!inst_.dst.offsetTerms.empty() || !src.offsetTerms.empty())
+    fail("collective operands cannot vary with loops");
+  for (int k = -1; k < 1; ++k) {
+    const AccessPattern &ap = k < 0 ? inst_.dst : src;
+    if (ap.dims.size() != 1 || ap.dims[0][0] != 1)
+      fail(operandName(k) + " must be one contiguous run [[1, n]]");
+  }
+  if (inst_.dst.dtype != src.dtype)
+    fail(std::string("dst dtype ") + dtypeName(inst_.dst.dtype) +
+         " differs from source dtype " + dtypeName(src.dtype));
+  if (inst_.group >= prog_.groups.size())
+    fail("group " + std::to_string(inst_.group) + " does not exist (" +
+         std::to_string(prog_.groups.size()) + " groups)");
+  const AluOp op = inst_.alu;
+  if (op != AluOp::Add && op != AluOp::Max && op != AluOp::Min &&
+      op != AluOp::Mul)
+    fail(std::string("cannot reduce with ") + aluOpName(op) +
+         " (add, max, min, mul)");
+  const int64_t ranks = prog_.groups[inst_.group].size;
+  const int64_t n = src.numElements(), m = inst_.dst.numElements();
+  const int64_t expected = collectiveDstElements(inst_.collective, n, ranks);
+  if (expected < 0)
+    fail(std::string(collectiveKindName(inst_.collective)) + " of " + std::to_string(n) +
+         " elements does not split over " + std::to_string(ranks) + " ranks");
+  if (m != expected)
+    fail(std::string(collectiveKindName(inst_.collective)) + " over " +
+         std::to_string(ranks) + " ranks of " + std::to_string(n) +
+         " elements gives " + std::to_string(expected) + ", but dst has " +
+         std::to_string(m));
+  InstrShape sh;
+  sh.bytes = std::max(n, m) * dtypeSize(src.dtype);
+  sh.hbmSides = 2;
+  return sh;
+}
+
 InstrShape Checker::checkOperands() {
   switch (inst_.opcode) {
+  case Opcode::Collective:
+    return checkCollective();
   case Opcode::DmaCopy:
     return checkDma();
   case Opcode::DmaGather:

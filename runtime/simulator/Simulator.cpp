@@ -18,6 +18,10 @@
 // shared HBM channel (HbmChannel.h); the "dma" busy time is the union of
 // their intervals (DmaBusy.h). On NC-v2 (sharedSbufPsumPorts) Vector/GpSimd
 // serialize on SBUF and Vector/Scalar on PSUM.
+// Collectives: a Collective instruction on the collective queue is handed to
+// RunOptions::collective when its queue is free and its waits hold; it
+// completes when the hook says (the ranks' clocks meet there), while the
+// other queues go on with whatever does not wait for it.
 #include "runtime/simulator/Simulator.h"
 
 #include "runtime/program/Loops.h"
@@ -25,6 +29,7 @@
 #include "runtime/simulator/Hazards.h"
 #include "runtime/simulator/functional/Execute.h"
 #include "runtime/simulator/functional/Memory.h"
+#include "runtime/simulator/timing/BusyCoverage.h"
 #include "runtime/simulator/timing/CostModel.h"
 #include "runtime/simulator/timing/DmaBusy.h"
 #include "runtime/simulator/timing/HbmChannel.h"
@@ -32,6 +37,7 @@
 #include <algorithm>
 #include <array>
 #include <climits>
+#include <cstring>
 #include <memory>
 #include <new>
 #include <string>
@@ -101,6 +107,7 @@ private:
                    double &complete);
   void execute(size_t index, const Instruction &inst, const Step &s,
                const int64_t *iv);
+  double runCollective(size_t index, const Instruction &inst, double ready);
   /// Rethrows `e` with " (from <origin>)" appended if `inst` has an origin.
   [[noreturn]] void rethrowWithOrigin(const SimulationError &e,
                                       const Instruction &inst) const {
@@ -132,7 +139,11 @@ private:
   std::array<std::vector<double>, kNumQueues> complete_; // completion times
   std::array<double, kNumQueues> queueFree_{};
   double sbufPortFree_ = 0, psumPortFree_ = 0; // NC-v2 shared ports
-  std::array<double, 5> engineBusy_{};
+  std::array<double, 6> engineBusy_{};
+  // Programs with collectives: when other queues are busy, and each
+  // collective's [ready, complete) window.
+  std::unique_ptr<BusyCoverage> coverage_;
+  std::vector<std::pair<double, double>> collectiveWindows_;
   uint64_t matmulFlops_ = 0;
   bool allMatmulsFp32_ = true;
   HbmChannel hbm_;
@@ -175,6 +186,8 @@ void Simulation::countInstances() {
     if (insts[i].queue < kNumQueues)
       total_[insts[i].queue] = saturatingAdd(total_[insts[i].queue], n[i]);
     totalInstances_ = saturatingAdd(totalInstances_, n[i]);
+    if (insts[i].opcode == Opcode::Collective && !coverage_)
+      coverage_ = std::make_unique<BusyCoverage>();
   }
   for (int q = 0; q < kNumQueues; ++q)
     complete_[q].reserve(reserveFor(total_[q]));
@@ -230,7 +243,7 @@ void Simulation::prepare(Step &s, size_t index, const int64_t *loopCounts,
   s.eng = engineOfQueue(inst.queue);
   if (s.eng == Engine::Dma)
     prepareDma(s.dma, s.sh);
-  else
+  else if (s.eng != Engine::Collective) // timed by the collective hook
     prepareCompute(s.compute, inst, s.sh, s.eng);
   s.bankPerInstance = psumBankVaries(inst, tgt_);
   s.bound = -1;
@@ -364,6 +377,46 @@ void Simulation::execute(size_t index, const Instruction &inst, const Step &s,
   }
 }
 
+/// Hands a Collective instruction that can start at `ready` to the hook;
+/// returns when it completes.
+double Simulation::runCollective(size_t index, const Instruction &inst,
+                                 double ready) {
+  CollectiveCall call;
+  call.instruction = index;
+  call.kind = inst.collective;
+  call.reduce = inst.alu;
+  call.group = &prog_.groups[inst.group];
+  call.dtype = inst.srcs[0].dtype;
+  call.srcElements = inst.srcs[0].numElements();
+  call.dstElements = inst.dst.numElements();
+  call.readyNs = ready;
+  if (mem_) {
+    call.src = mem_->view(inst.srcs[0]).base;
+    call.dst = mem_->view(inst.dst).base;
+  }
+  double complete = ready;
+  if (opts_.collective) {
+    complete = opts_.collective(call);
+  } else if (call.group->size != 1) {
+    failInstruction(index, inst,
+                    "a collective over " + std::to_string(call.group->size) +
+                        " ranks (group \"" + call.group->name +
+                        "\") needs the ranks: run the program from torch.distributed "
+                        "with the neuron backend");
+  } else if (mem_) { // one rank: every kind is a copy
+    std::memmove(call.dst, call.src,
+                 size_t(call.srcElements * dtypeSize(call.dtype)));
+  }
+  if (!(complete >= ready))
+    failInstruction(index, inst,
+                    "the collective hook returned a completion time before "
+                    "the collective was ready");
+  ++stats_.collectives;
+  stats_.collectiveNs += complete - ready;
+  collectiveWindows_.emplace_back(ready, complete);
+  return complete;
+}
+
 /// Times (and in functional runs executes) one instance of instruction
 /// `index`; `iv` are the induction variables of the loops around it.
 void Simulation::issue(size_t index, const Step &s, const int64_t *iv) {
@@ -374,6 +427,25 @@ void Simulation::issue(size_t index, const Step &s, const int64_t *iv) {
   const double ready = waitsSatisfied(index, inst, iv);
   double start = std::max(queueFree_[q], ready);
   double end, complete;
+  if (s.eng == Engine::Collective) {
+    // Runs (data included) here, in program order, on every rank alike.
+    end = complete = runCollective(index, inst, start);
+    engineBusy_[size_t(s.eng)] += end - start;
+    queueFree_[q] = end;
+    complete_[q].push_back(complete);
+    stats_.queueBusyNs[q] += end - start;
+    stats_.simNs = std::max(stats_.simNs, complete);
+    if (opts_.timeline)
+      opts_.timeline->push_back(
+          {uint32_t(index), uint16_t(q), start, end, complete});
+    if (opts_.originBusyNs) {
+      std::vector<double> &busy = *opts_.originBusyNs;
+      busy[std::min<size_t>(inst.origin, busy.size() - 1)] += end - start;
+    }
+    if (hazards_)
+      hazards_->access(index, iv, start, complete);
+    return;
+  }
   if (s.eng == Engine::Dma) {
     timeDma(q, s, start, end);
     complete = end;
@@ -385,6 +457,8 @@ void Simulation::issue(size_t index, const Step &s, const int64_t *iv) {
   complete_[q].push_back(complete);
   stats_.queueBusyNs[q] += end - start;
   stats_.simNs = std::max(stats_.simNs, complete);
+  if (coverage_)
+    coverage_->add(start, end);
   if (opts_.timeline)
     opts_.timeline->push_back(
         {uint32_t(index), uint16_t(q), start, end, complete});
@@ -405,7 +479,7 @@ void Simulation::retireDma() {
   // A future DMA starts no earlier than its queue is free; queues with no
   // instructions left never start one again.
   double lowest = -1;
-  for (int q = kQueueDma0; q < kNumQueues; ++q)
+  for (int q = kQueueDma0; q < kQueueDma0 + kNumDmaQueues; ++q)
     if (int64_t(complete_[q].size()) < total_[q])
       lowest = lowest < 0 ? queueFree_[q] : std::min(lowest, queueFree_[q]);
   if (lowest > 0) {
@@ -441,6 +515,12 @@ void Simulation::finish() {
        {Engine::Tensor, Engine::Vector, Engine::Scalar, Engine::GpSimd})
     stats_.engineBusyNs[engineName(e)] = engineBusy_[size_t(e)];
   stats_.engineBusyNs[engineName(Engine::Dma)] = dmaBusy_.total();
+  if (coverage_) {
+    stats_.engineBusyNs[engineName(Engine::Collective)] =
+        engineBusy_[size_t(Engine::Collective)];
+    for (const auto &[ready, complete] : collectiveWindows_)
+      stats_.exposedCollectiveNs += coverage_->uncovered(ready, complete);
+  }
   report(stats_.matmuls > 0 && allMatmulsFp32_);
 }
 

@@ -5,6 +5,7 @@
 #include "runtime/program/Target.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -25,6 +26,28 @@ struct InstructionTiming {
   double endNs = 0;               // the queue can start its next instruction
   double completeNs = 0;          // result visible, semaphore incremented
 };
+
+/// One instance of a Collective instruction, handed to RunOptions::collective.
+struct CollectiveCall {
+  size_t instruction = 0;
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  AluOp reduce = AluOp::Add;
+  const CollectiveGroup *group = nullptr;
+  DType dtype = DType::F32;
+  // This rank's HBM bytes: src is read, dst written. Null in timing-only runs.
+  const void *src = nullptr;
+  void *dst = nullptr;
+  int64_t srcElements = 0, dstElements = 0;
+  /// When the collective engine can start it: its queue is free and its
+  /// semaphore waits hold (ns since the program started).
+  double readyNs = 0;
+};
+
+/// Runs a collective across the ranks of its group (in functional runs, moving
+/// the data: every rank's program calls it at the same instruction) and
+/// returns when it completes on this rank, in ns since the program started
+/// (>= readyNs: the ranks start together when the last one is ready).
+using CollectiveHook = std::function<double(const CollectiveCall &)>;
 
 struct RunOptions {
   /// Skip functional execution: outputs are not written (their contents are
@@ -48,6 +71,10 @@ struct RunOptions {
   /// (Program::origins; the last entry for instructions without one), without
   /// keeping a timeline.
   std::vector<double> *originBusyNs = nullptr;
+  /// Runs Collective instructions (see CollectiveHook). Without it, a
+  /// collective over a group of one rank copies src to dst in no time, and
+  /// any other one is a SimulationError.
+  CollectiveHook collective;
 };
 
 struct RunStats {
@@ -61,6 +88,13 @@ struct RunStats {
   uint64_t dmaTransfers = 0;         // DmaCopy and DmaGather instances
   uint64_t dmaBytes = 0;             // bytes they moved, any spaces
   uint64_t matmuls = 0;
+  // Collective instructions: how many ran, their time from ready to complete
+  // (waiting for the other ranks included), and the part of it during which
+  // no other queue of this core was busy: communication that compute did not
+  // hide (measured at BusyCoverage's resolution).
+  uint64_t collectives = 0;
+  double collectiveNs = 0;
+  double exposedCollectiveNs = 0;
   // Report (issue 5). Peaks come from the Target (HARDWARE.md).
   /// Peak Tensor-engine FLOPs per ns used for `mfu` and `rooflineNs`: the fp32
   /// peak if the program has matmuls and every one of them has an fp32

@@ -156,8 +156,10 @@ std::string traceLaneName(int q) {
     return "Scalar";
   case kQueueGpSimd:
     return "GpSimd";
+  case kQueueCollective:
+    return "Collective";
   default:
-    if (q >= kQueueDma0 && q < kNumQueues)
+    if (isDmaQueue(q))
       return "DMA q" + std::to_string(q - kQueueDma0);
     return "queue " + std::to_string(q);
   }

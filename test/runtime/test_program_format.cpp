@@ -63,9 +63,14 @@ TEST_CASE("queues map to engines", "[program]") {
   CHECK(engineOfQueue(kQueueVector) == Engine::Vector);
   CHECK(engineOfQueue(kQueueScalar) == Engine::Scalar);
   CHECK(engineOfQueue(kQueueGpSimd) == Engine::GpSimd);
-  for (int q = kQueueDma0; q < kNumQueues; ++q)
+  for (int q = kQueueDma0; q < kQueueDma0 + kNumDmaQueues; ++q) {
+    CHECK(isDmaQueue(q));
     CHECK(engineOfQueue(q) == Engine::Dma);
-  CHECK(kNumQueues == 20);
+  }
+  CHECK(engineOfQueue(kQueueCollective) == Engine::Collective);
+  CHECK_FALSE(isDmaQueue(kQueueCollective));
+  CHECK(queueName(kQueueCollective) == "collective");
+  CHECK(kNumQueues == 21);
   CHECK(std::string(engineName(Engine::Tensor)) == "tensor");
   CHECK(std::string(engineName(Engine::GpSimd)) == "gpsimd");
   CHECK(std::string(engineName(Engine::Dma)) == "dma");

@@ -58,6 +58,12 @@ Program fullProgram() {
   AccessPattern odd = hbm(y, DType::F32, -5, {{-64, 128}, {0, 64}});
   odd.partition = 7; // not used for HBM, but must survive a round trip
   b.dma(kQueueDma0, odd, sbuf(DType::F32, 0, 1024, 128, {64}));
+  b.prog.groups = {{"0", 1}, {"tp", 4}};
+  b.op(Opcode::Collective, kQueueCollective, hbm(y, DType::F32, 0, {{1, 128 * 64}}),
+       {hbm(x, DType::BF16, 0, {{1, 128 * 64}})});
+  b.last().collective = CollectiveKind::ReduceScatter;
+  b.last().alu = AluOp::Max;
+  b.last().group = 1;
   return b.prog;
 }
 
@@ -108,6 +114,13 @@ void checkSameProgram(const Program &a, const Program &b) {
   CHECK(b.flops == 123456789);
   CHECK(b.origins == a.origins);
   CHECK(b.target == "trn2");
+  REQUIRE(b.groups.size() == 2);
+  CHECK(b.groups[1].name == "tp");
+  CHECK(b.groups[1].size == 4);
+  CHECK(b.instructions[6].opcode == Opcode::Collective);
+  CHECK(b.instructions[6].collective == CollectiveKind::ReduceScatter);
+  CHECK(b.instructions[6].alu == AluOp::Max);
+  CHECK(b.instructions[6].group == 1);
 }
 
 std::string messageOf(const std::function<void()> &f) {
@@ -125,7 +138,7 @@ TEST_CASE("JSON round trip keeps every field", "[serialize]") {
   Program p = fullProgram();
   std::string text = programToJson(p);
   CHECK_THAT(text, Contains("\"format\":\"neuronsim-program\""));
-  CHECK_THAT(text, Contains("\"version\":2"));
+  CHECK_THAT(text, Contains("\"version\":3"));
   CHECK_THAT(text, Contains("\"op\":\"tensor_reduce\""));
   CHECK_THAT(text, Contains("\"func\":\"gelu_tanh\""));
   CHECK_THAT(text, Contains("\"data\":\"+vs=\"")); // bytes 250, 251 in base64
@@ -277,11 +290,11 @@ TEST_CASE("readers reject other versions and formats", "[serialize]") {
   };
   // A version-1 program (before loops) names both versions.
   CHECK(messageOf([&] {
-          programFromJson(replace("\"version\":2", "\"version\":1"));
+          programFromJson(replace("\"version\":3", "\"version\":1"));
         }) == "version: unsupported program format version 1 (this build "
-              "reads version 2)");
+              "reads version 3)");
   CHECK_THAT(messageOf([&] {
-               programFromJson(replace("\"version\":2", "\"version\":\"2\""));
+               programFromJson(replace("\"version\":3", "\"version\":\"3\""));
              }),
              Contains("version: unsupported program format version"));
   CHECK_THAT(messageOf([&] {
@@ -313,8 +326,14 @@ TEST_CASE("readers reject malformed content naming the field", "[serialize]") {
   CHECK(errorFor([](auto &t) {
           t["instructions"][2]["srcs"][0]["dtype"] = "f64";
         }) == "instructions[2].srcs[0].dtype: unknown dtype \"f64\"");
-  CHECK(errorFor([](auto &t) { t["instructions"][0]["queue"] = 20; }) ==
-        "instructions[0].queue: value 20 out of range [0, 19]");
+  CHECK(errorFor([](auto &t) { t["instructions"][0]["queue"] = kNumQueues; }) ==
+        "instructions[0].queue: value " + std::to_string(kNumQueues) +
+            " out of range [0, " + std::to_string(kNumQueues - 1) + "]");
+  CHECK(errorFor([](auto &t) { t["groups"][0]["size"] = 0; }) ==
+        "groups[0].size: value 0 out of range [1, 2147483647]");
+  CHECK(errorFor([](auto &t) { t["instructions"].back()["collective"] = "gossip"; }) ==
+        "instructions[" + std::to_string(good["instructions"].size() - 1) +
+            "].collective: unknown collective kind \"gossip\"");
   CHECK(errorFor([](auto &t) { t["instructions"][0]["queue"] = 1.5; }) ==
         "instructions[0].queue: expected an integer, got number");
   CHECK(errorFor([](auto &t) { t["instructions"][1]["waits"][0] = {1}; }) ==

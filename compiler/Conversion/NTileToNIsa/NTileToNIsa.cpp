@@ -34,6 +34,8 @@ public:
   /// arguments, then allocations and constants.
   LogicalResult declareBuffers(func::FuncOp func);
 
+  /// All of an HBM buffer, as one contiguous run.
+  nisa::AccessPatternAttr wholeBuffer(Value buffer) const;
   /// The physical form of `ap` on `buffer` (HBM, or a tile or view of one).
   nisa::AccessPatternAttr physical(Value buffer, ntile::AccessPatternAttr ap) const;
   /// All of a tile, partitions first.
@@ -153,6 +155,12 @@ nisa::AccessPatternAttr PhysicalMemory::wholeTile(Value tile) const {
   return tilePattern(tile, 0, 0, {}, {1, t.getDimSize(0), 1, t.getDimSize(1)});
 }
 
+nisa::AccessPatternAttr PhysicalMemory::wholeBuffer(Value buffer) const {
+  MemRefType t = memrefType(buffer);
+  return nisa::AccessPatternAttr::get(ctx, MemSpace::hbm, hbmBuffer(buffer), 0,
+                                      {1, t.getNumElements()}, t.getElementType());
+}
+
 nisa::AccessPatternAttr PhysicalMemory::operandTile(Value tile, Value target) const {
   MemRefType t = memrefType(tile);
   int64_t free = memrefType(target).getDimSize(1);
@@ -227,6 +235,18 @@ struct GatherToNIsa : ToNIsa<ntile::GatherOp> {
         op, queue(r, nisa::kQueueDma0), memory.wholeTile(op.getTarget()),
         memory.gatherTable(op.getTable(), op.getColumn(), columns),
         memory.wholeTile(op.getIndices()), nullptr, nullptr);
+    return success();
+  }
+};
+
+struct CollectiveToNIsa : ToNIsa<ntile::CollectiveOp> {
+  using ToNIsa::ToNIsa;
+  LogicalResult matchAndRewrite(ntile::CollectiveOp op, OpAdaptor,
+                                ConversionPatternRewriter &r) const override {
+    r.replaceOpWithNewOp<nisa::CollectiveOp>(
+        op, queue(r, nisa::kQueueCollective), memory.wholeBuffer(op.getTarget()),
+        op.getKindAttr(), op.getReduceAttr(), op.getGroupAttr(), op.getGroupSizeAttr(),
+        memory.wholeBuffer(op.getSource()), nullptr, nullptr);
     return success();
   }
 };
@@ -338,7 +358,7 @@ struct ConvertNTileToNIsaPass : impl::ConvertNTileToNIsaBase<ConvertNTileToNIsaP
       RewritePatternSet patterns(ctx);
       patterns.add<EraseMemoryOp<memref::AllocOp>, EraseMemoryOp<ntile::ConstantOp>,
                    EraseMemoryOp<ntile::ReinterpretOp>, EraseMemoryOp<ntile::ViewOp>, LoopToNIsa,
-                   DmaToNIsa, GatherToNIsa, MatmulToNIsa, ActivationToNIsa, TensorTensorToNIsa,
+                   DmaToNIsa, GatherToNIsa, CollectiveToNIsa, MatmulToNIsa, ActivationToNIsa, TensorTensorToNIsa,
                    TensorScalarToNIsa, CopyToNIsa, ReduceToNIsa, SelectToNIsa>(ctx, memory);
       if (failed(applyFullConversion(func, legal, std::move(patterns))))
         return signalPassFailure();

@@ -1,5 +1,6 @@
 // Lowering of data movement: reshape aliases HBM, permute and broadcast copy through
-// DMA access patterns, constants become constant HBM buffers.
+// DMA access patterns, constants become constant HBM buffers, collectives run on the
+// collective engine from HBM to HBM.
 #include "compiler/Conversion/NTorchToNTile/TileEmitter.h"
 #include "dialects/NTorch/IR/NTorchOps.h"
 
@@ -95,6 +96,15 @@ static LogicalResult lowerGatherRows(TileEmitter &e, ntorch::GatherRowsOp op) {
   return success();
 }
 
+/// One instruction of the collective engine, HBM to HBM.
+static LogicalResult lowerCollective(TileEmitter &e, ntorch::CollectiveOp op) {
+  Value out = e.createResultBuffer(op.getResult(), op.getLoc());
+  e.b.create<ntile::CollectiveOp>(op.getLoc(), op.getKindAttr(), op.getReduceAttr(),
+                                  op.getGroupAttr(), op.getGroupSizeAttr(),
+                                  e.buffer(op.getInput()), out);
+  return success();
+}
+
 LogicalResult lowerDataMovement(TileEmitter &e, Operation *op) {
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](ntorch::ConstantOp c) {
@@ -131,6 +141,7 @@ LogicalResult lowerDataMovement(TileEmitter &e, Operation *op) {
       .Case([&](ntorch::ScatterWindowOp w) { return lowerScatterWindow(e, w); })
       .Case([&](ntorch::PadOp p) { return lowerPad(e, p); })
       .Case([&](ntorch::GatherRowsOp g) { return lowerGatherRows(e, g); })
+      .Case([&](ntorch::CollectiveOp c) { return lowerCollective(e, c); })
       .Default([](Operation *) { return failure(); });
 }
 

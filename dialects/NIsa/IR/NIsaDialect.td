@@ -14,9 +14,10 @@ def NIsa_Dialect : Dialect {
   let summary = "NeuronCore instructions";
   let description = [{
     Each op is one instruction on one queue: `queue` 0 = Tensor engine, 1 = Vector,
-    2 = Scalar, 3 = GpSimd, 4..19 = DMA queues 0..15. Every queue counts its
-    completed instructions in its own semaphore; `wait [q, n, ...]` holds an
-    instruction until queue q has completed n instructions. Operands are physical
+    2 = Scalar, 3 = GpSimd, 4..19 = DMA queues 0..15, 20 = the collective
+    engine. Every queue counts its completed instructions in its own semaphore;
+    `wait [q, n, ...]` holds an instruction until queue q has completed n
+    instructions. Operands are physical
     access patterns; HBM buffers are declared by `nisa.buffer`. A function of
     nisa ops serializes 1:1 to the program the simulator runs.
   }];

@@ -174,3 +174,20 @@ LogicalResult DmaGatherOp::verify() {
 
 #define GET_OP_CLASSES
 #include "dialects/NIsa/IR/NIsaOps.cpp.inc"
+
+LogicalResult CollectiveOp::verify() {
+  if (failed(verifyInstruction(*this, {kQueueCollective})))
+    return failure();
+  AccessPatternAttr src = getSrc(), dst = getDst();
+  if (src.getSpace() != MemSpace::hbm || dst.getSpace() != MemSpace::hbm)
+    return emitOpError("reads and writes HBM only");
+  if (src.getElementType() != dst.getElementType())
+    return emitOpError("does not convert element types");
+  int64_t expected = runtime::collectiveDstElements(
+      static_cast<runtime::CollectiveKind>(getKind()), src.getNumElements(), getGroupSize());
+  if (expected != dst.getNumElements())
+    return emitOpError("a ") << stringifyCollectiveKind(getKind()) << " over "
+                             << getGroupSize() << " ranks of " << src.getNumElements()
+                             << " elements cannot write " << dst.getNumElements();
+  return success();
+}

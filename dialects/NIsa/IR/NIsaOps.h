@@ -7,8 +7,10 @@
 #include "mlir/IR/OpDefinition.h"
 
 namespace neuron::nisa {
-// Queues are the program format's: one per compute engine, then the DMA queues.
+// Queues are the program format's: one per compute engine, the DMA queues, then the
+// collective engine's.
 using runtime::kNumDmaQueues;
+using runtime::kQueueCollective;
 using runtime::kNumQueues;
 using runtime::kQueueDma0;
 using runtime::kQueueGpSimd;

@@ -185,4 +185,17 @@ def NIsa_DmaGatherOp : NIsa_Instruction<"dma_gather",
   }];
 }
 
+def NIsa_CollectiveOp : NIsa_Instruction<"collective",
+    (ins Neuron_CollectiveKind:$kind, Neuron_AluOp:$reduce, StrAttr:$group,
+         I64Attr:$group_size, NIsa_AccessPatternAttr:$src),
+    "$src", "$kind $reduce `group` $group `of` $group_size"> {
+  let summary = "collective engine: dst (HBM) = collective over the group of src (HBM)";
+  let extraClassDeclaration = [{
+    static ::neuron::runtime::Opcode getOpcode() { return ::neuron::runtime::Opcode::Collective; }
+    llvm::SmallVector<AccessPatternAttr> getReadPatterns() {
+      return {getSrc()};
+    }
+  }];
+}
+
 #endif // NISA_OPS_TD

@@ -3,6 +3,7 @@
 
 #include "dialects/Common/LoopTerms.h"
 #include "mlir/IR/Builders.h"
+#include "runtime/program/Program.h"
 #include "mlir/IR/OpImplementation.h"
 
 using namespace mlir;
@@ -243,3 +244,18 @@ LogicalResult ViewOp::verify() {
 
 #define GET_OP_CLASSES
 #include "dialects/NTile/IR/NTileOps.cpp.inc"
+
+LogicalResult CollectiveOp::verify() {
+  MemRefType src = bufferType(getSource()), dst = bufferType(getTarget());
+  if (getMemSpace(src) != MemSpace::hbm || getMemSpace(dst) != MemSpace::hbm)
+    return emitOpError("reads and writes HBM buffers only");
+  if (src.getElementType() != dst.getElementType())
+    return emitOpError("does not convert element types");
+  int64_t expected = runtime::collectiveDstElements(
+      static_cast<runtime::CollectiveKind>(getKind()), src.getNumElements(), getGroupSize());
+  if (expected != dst.getNumElements())
+    return emitOpError("a ") << stringifyCollectiveKind(getKind()) << " over "
+                             << getGroupSize() << " ranks of " << src.getNumElements()
+                             << " elements cannot write " << dst.getNumElements();
+  return success();
+}

@@ -225,4 +225,23 @@ def NTile_GatherOp : NTile_Op<"gather"> {
   let hasVerifier = 1;
 }
 
+def NTile_CollectiveOp : NTile_Op<"collective"> {
+  let summary = "collective-communication engine: a collective from HBM to HBM";
+  let description = [{
+    As ntorch.collective, on whole contiguous HBM buffers.
+    ```mlir
+    ntile.collective all_reduce add group "0" of 4 %g to %r
+        : memref<1024xf32, #ntile.mem<hbm>>, memref<1024xf32, #ntile.mem<hbm>>
+    ```
+  }];
+  let arguments = (ins Neuron_CollectiveKind:$kind, Neuron_AluOp:$reduce, StrAttr:$group,
+                       I64Attr:$group_size, Arg<NTile_Buffer, "", [MemRead]>:$source,
+                       Arg<NTile_Buffer, "", [MemWrite]>:$target);
+  let assemblyFormat = [{
+    $kind $reduce `group` $group `of` $group_size $source `to` $target attr-dict `:`
+    type($source) `,` type($target)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // NTILE_OPS_TD

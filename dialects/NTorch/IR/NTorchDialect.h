@@ -5,4 +5,5 @@
 #include "mlir/IR/Dialect.h"
 
 #include "dialects/NTorch/IR/NTorchOpsDialect.h.inc"
+#include "dialects/Common/NeuronEnums.h"
 #include "dialects/NTorch/IR/NTorchEnums.h.inc"

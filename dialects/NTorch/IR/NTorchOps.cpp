@@ -2,6 +2,7 @@
 #include "dialects/NTorch/IR/NTorchOps.h"
 
 #include "mlir/IR/Builders.h"
+#include "runtime/program/Program.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/OpImplementation.h"
 
@@ -686,3 +687,22 @@ LogicalResult FusionOp::verify() {
 
 #define GET_OP_CLASSES
 #include "dialects/NTorch/IR/NTorchOps.cpp.inc"
+
+LogicalResult CollectiveOp::verify() {
+  auto in = tensorType(getInput()), res = tensorType(getResult());
+  if (in.getElementType() != res.getElementType())
+    return emitOpError("does not convert element types");
+  if (getGroupSize() < 1)
+    return emitOpError("group size must be positive, got ") << getGroupSize();
+  if (getReduce() != AluOp::add && getReduce() != AluOp::max && getReduce() != AluOp::min &&
+      getReduce() != AluOp::mul)
+    return emitOpError("cannot reduce with ") << stringifyAluOp(getReduce());
+  int64_t expected = runtime::collectiveDstElements(
+      static_cast<runtime::CollectiveKind>(getKind()), in.getNumElements(), getGroupSize());
+  if (expected != res.getNumElements() ||
+      (in.getRank() > 0 && res.getRank() != in.getRank()))
+    return emitOpError("a ") << stringifyCollectiveKind(getKind()) << " over "
+                             << getGroupSize() << " ranks cannot turn " << in << " into "
+                             << res;
+  return success();
+}

@@ -268,6 +268,28 @@ def NTorch_Pool2dOp : NTorch_Op<"pool2d", [Pure]> {
   let hasVerifier = 1;
 }
 
+def NTorch_CollectiveOp : NTorch_Op<"collective", [MemoryEffects<[MemWrite]>]> {
+  let summary = "a collective over a process group (the _c10d_functional ops)";
+  let description = [{
+    `group` names the torch.distributed process group, `group_size` its ranks. For a
+    source of N elements: all_reduce gives N (reduced with `reduce`), all_gather N x
+    ranks (along dim 0), reduce_scatter N / ranks (this rank's block of dim 0 of the
+    reduction), all_to_all N (block k of dim 0 goes to rank k). Not pure: every rank
+    runs the same collectives in the same order, so none is dropped, merged or moved.
+    ```mlir
+    %r = ntorch.collective all_reduce add group "0" of 4 %g : tensor<1024xf32> -> tensor<1024xf32>
+    ```
+  }];
+  let arguments = (ins Neuron_CollectiveKind:$kind, Neuron_AluOp:$reduce, StrAttr:$group,
+                       I64Attr:$group_size, NTorch_Tensor:$input);
+  let results = (outs NTorch_Tensor:$result);
+  let assemblyFormat = [{
+    $kind $reduce `group` $group `of` $group_size $input attr-dict `:` type($input) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def NTorch_FusionOp : NTorch_Op<"fusion", [IsolatedFromAbove,
     SingleBlockImplicitTerminator<"YieldOp">]> {
   let summary = "elementwise ops (and row reductions) computed tile by tile in SBUF";

@@ -81,6 +81,7 @@ double engineGhz(const Target &t, Engine e) {
   case Engine::GpSimd:
     return t.gpsimdGhz;
   case Engine::Dma:
+  case Engine::Collective:
     return 0;
   }
   return 0;
@@ -126,6 +127,7 @@ double computeCycles(const Target &t, const Instruction &inst,
     break;
   case Opcode::DmaCopy:
   case Opcode::DmaGather:
+  case Opcode::Collective:
     return 0;
   }
   bool wide = wideInnerStride(inst.dst);

@@ -71,3 +71,23 @@ func.func @offset_term_outside_loop() {
   nisa.dma_copy on 4 <sbuf[0] + 0, [[1, 1], [1, 64]], f32>, <hbm[0] + 0 + 64*iv0, [[64, 1], [1, 64]], f32>
   return
 }
+
+// -----
+
+func.func @collective_on_dma_queue() {
+  nisa.buffer 0 input 0 : tensor<64xf32>
+  nisa.buffer 1 output 0 : tensor<64xf32>
+  // expected-error @+1 {{cannot run on queue 4; allowed: 20}}
+  nisa.collective all_reduce add group "0" of 2 on 4 <hbm[1] + 0, [[1, 64]], f32>, <hbm[0] + 0, [[1, 64]], f32>
+  return
+}
+
+// -----
+
+func.func @reduce_scatter_size() {
+  nisa.buffer 0 input 0 : tensor<64xf32>
+  nisa.buffer 1 output 0 : tensor<64xf32>
+  // expected-error @+1 {{a reduce_scatter over 2 ranks of 64 elements cannot write 64}}
+  nisa.collective reduce_scatter add group "0" of 2 on 20 <hbm[1] + 0, [[1, 64]], f32>, <hbm[0] + 0, [[1, 64]], f32>
+  return
+}

@@ -77,3 +77,20 @@ func.func @pool_window_too_large(%x: tensor<1x1x8x8xf32>) -> tensor<1x1x1x1xf32>
   %0 = ntorch.pool2d max %x kernel [9, 2] stride [1, 2] padding [0, 0] : tensor<1x1x8x8xf32> -> tensor<1x1x1x1xf32>
   return %0 : tensor<1x1x1x1xf32>
 }
+
+// -----
+
+// An all_gather over 4 ranks makes 4x the elements.
+func.func @all_gather_size(%x: tensor<8x16xf32>) -> tensor<16x16xf32> {
+  // expected-error @+1 {{a all_gather over 4 ranks cannot turn 'tensor<8x16xf32>' into 'tensor<16x16xf32>'}}
+  %0 = ntorch.collective all_gather add group "0" of 4 %x : tensor<8x16xf32> -> tensor<16x16xf32>
+  return %0 : tensor<16x16xf32>
+}
+
+// -----
+
+func.func @collective_reduce_op(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{cannot reduce with sub}}
+  %0 = ntorch.collective all_reduce sub group "0" of 2 %x : tensor<8xf32> -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}

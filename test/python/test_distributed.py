@@ -1,5 +1,5 @@
-"""torch.distributed with the `neuron` backend: the topology cost model, and 2-rank DDP, FSDP2,
-tensor- and pipeline-parallel training (one process per rank, gloo on loopback underneath)
+"""torch.distributed with the `neuron` backend: the topology cost model, and 2- and 4-rank DDP,
+FSDP2, tensor- and pipeline-parallel training (one process per rank, gloo on loopback underneath)
 compared with a single-process run."""
 
 import math
@@ -63,7 +63,7 @@ def test_trn2_places_four_ranks_per_chip_and_64_per_instance():
     assert [t.node_of(r) for r in (0, 63, 64, 130)] == [0, 0, 1, 2]
 
 
-def test_all_reduce_is_hierarchical_recursive_halving():
+def test_large_all_reduce_is_hierarchical_recursive_halving():
     t = Topology.of_target("trn2")
     nbytes = 64 << 20
     on, link = t.on_chip, t.chip_link
@@ -91,11 +91,64 @@ def test_all_reduce_is_hierarchical_recursive_halving():
     assert topology.collective_ns(t, topology.ALL_GATHER, nbytes, list(range(16))) == (
         pytest.approx(four_chips / 2)
     )
-    # large buffers: within 10% of the ring bound on the busiest level, for any group
+    # large buffers: within 10% of the bandwidth bound on the busiest level, for any group
     for ranks in ([0, 1], [0, 1, 2, 3], list(range(16)), list(range(64)), [0, 64]):
         bound = topology.level_bound_ns(t, topology.ALL_REDUCE, 4 * nbytes, ranks)
         modelled = topology.collective_ns(t, topology.ALL_REDUCE, 4 * nbytes, ranks)
         assert bound < modelled < 1.1 * bound, ranks
+
+
+def test_ring_is_the_textbook_ring_on_the_links_it_crosses():
+    t = Topology.of_target("trn2")
+    nbytes = 24 << 20
+    on, link, efa = t.on_chip, t.chip_link, t.node_link
+    # one kind of link: 2 (p-1)/p B / bw + 2 (p-1) latency
+    assert topology.ring_ns(t, topology.ALL_REDUCE, nbytes, [0, 1, 2, 3]) == pytest.approx(
+        2 * 3 / 4 * nbytes / on.bytes_per_ns + 2 * 3 * on.latency_ns
+    )
+    assert topology.ring_ns(t, topology.ALL_GATHER, nbytes, [0, 4, 8]) == pytest.approx(
+        2 / 3 * nbytes / link.bytes_per_ns + 2 * link.latency_ns
+    )
+    # 8 ranks on 2 chips: the busiest link of a step is a core's own on-chip bandwidth; a
+    # chunk crosses 7 of the 8 hops (6 on-chip, 2 NeuronLink): all latencies but the smallest
+    assert topology.ring_ns(t, topology.ALL_REDUCE, nbytes, list(range(8))) == pytest.approx(
+        2 * (7 / 8 * nbytes / on.bytes_per_ns + 5 * on.latency_ns + 2 * link.latency_ns)
+    )
+    # two instances, one rank each: both hops over EFA
+    assert topology.ring_ns(t, topology.ALL_REDUCE, nbytes, [0, 64]) == pytest.approx(
+        2 * (nbytes / 2 / efa.bytes_per_ns + efa.latency_ns)
+    )
+
+
+def test_collectives_take_the_fastest_algorithm():
+    """As a collective library does: never slower than a flat ring; recursive doubling for
+    short all-reduces, reduce-scatter + all-gather (hierarchical) for long ones."""
+    t = Topology.of_target("trn2")
+    for nbytes in (4, 4096, 1 << 20, 25 << 20, 256 << 20):
+        for ranks in ([0, 1], [0, 1, 2, 3], list(range(8)), list(range(16)), [0, 4, 8, 12],
+                      list(range(64)), [0, 64], list(range(512))):  # fmt: skip
+            for kind in (topology.ALL_REDUCE, topology.ALL_GATHER, topology.REDUCE_SCATTER):
+                modelled = topology.collective_ns(t, kind, nbytes, ranks)
+                assert 0 < modelled <= topology.ring_ns(t, kind, nbytes, ranks)
+                assert modelled <= topology.hierarchical_ns(t, kind, nbytes, ranks)
+    # 4 bytes on 4 cores of a chip: two recursive-doubling steps, half of reduce-scatter +
+    # all-gather's four
+    on = t.on_chip
+    assert topology.collective_ns(t, topology.ALL_REDUCE, 4, [0, 1, 2, 3]) == pytest.approx(
+        2 * (on.latency_ns + 4 / on.bytes_per_ns)
+    )
+    assert topology.hierarchical_ns(t, topology.ALL_REDUCE, 4, [0, 1, 2, 3]) == pytest.approx(
+        4 * on.latency_ns + 2 * 3 / 4 * 4 / on.bytes_per_ns
+    )
+    # 512 ranks (8 instances): the flat ring pays 2 x 511 hop latencies, the hierarchy
+    # 2 x (2 + 4 + 3) steps
+    big = list(range(512))
+    assert topology.collective_ns(t, topology.ALL_REDUCE, 25 << 20, big) == pytest.approx(
+        topology.hierarchical_ns(t, topology.ALL_REDUCE, 25 << 20, big)
+    )
+    assert topology.collective_ns(t, topology.ALL_REDUCE, 25 << 20, big) < 0.2 * topology.ring_ns(
+        t, topology.ALL_REDUCE, 25 << 20, big
+    )
 
 
 def test_costs_grow_with_bytes_ranks_and_distance():
@@ -142,12 +195,29 @@ def test_ddp_two_ranks_match_single_process(tmp_path, compiled):
         assert "all_reduce" in kinds
 
 
-def test_representative_rank_mode_times_the_full_world(tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def ddp_four_ranks(tmp_path_factory) -> list[dict]:
+    """4-rank eager DDP, run once for the tests below."""
+    return _run(workers.ddp, 4, tmp_path_factory.mktemp("ddp4"), False)
+
+
+def test_ddp_four_ranks_match_single_process(ddp_four_ranks):
+    expected = workers.reference(world=4)
+    for r in ddp_four_ranks:
+        assert r["losses"] == pytest.approx(expected["losses"], abs=1e-5)
+        _assert_params_close(r["params"], expected["params"])
+    per_rank = ddp_four_ranks[0]["per_rank"]
+    assert len(per_rank) == 4 and all(r["per_rank"] == per_rank for r in ddp_four_ranks)
+    for rank in per_rank:
+        assert rank["comm_ns"] > 0 and rank["compute_ns"] > 0
+        assert "all_reduce" in {c["kind"] for c in rank["collectives"]}
+
+
+def test_representative_rank_mode_times_the_full_world(ddp_four_ranks, tmp_path, monkeypatch):
     """One process standing for 4 data-parallel ranks gives the 4-process step time."""
-    four = _run(workers.ddp, 4, tmp_path / "four", False)
     monkeypatch.setenv("NEURONSIM_SIMULATED_WORLD_SIZE", "4")
     (one,) = _run(workers.ddp, 1, tmp_path / "one", False)
-    real = four[0]["per_rank"][0]
+    real = ddp_four_ranks[0]["per_rank"][0]
     representative = one["per_rank"][0]
     assert representative["device_ns"] == pytest.approx(real["device_ns"], rel=0.05)
     assert representative["comm_ns"] == pytest.approx(real["comm_ns"], rel=0.05)
@@ -232,6 +302,7 @@ def test_torchrun_one_instance_and_two_instances(tmp_path):
     for rank in range(2):
         one_node = single[0]["per_rank"][rank]
         two_nodes = double[0]["per_rank"][rank]
-        assert one_node["comm_ns"] < 2 * efa <= two_nodes["comm_ns"]  # the ring crosses EFA
+        # the gradient all-reduce crosses EFA (one recursive-doubling step between 2 ranks)
+        assert one_node["comm_ns"] < efa <= two_nodes["comm_ns"]
         assert two_nodes["compute_ns"] == pytest.approx(one_node["compute_ns"])
     assert (tmp_path / "single.png").stat().st_size > 0

@@ -8,10 +8,13 @@ on that instance's chip (r % n) // cores. Links: between logical cores of a chip
 instances (shared by the instance's ranks). Every number comes from the target description
 (runtime/program/Target.cpp, with sources or ESTIMATE marks in runtime/HARDWARE.md).
 
-Algorithms (collective_ns): hierarchical reduce-scatter / all-gather (all-reduce is both) by
-recursive halving within each level, from the chip out to the instances, pipelined over chunks
-so that the busiest level sets the pace; all-to-all limited by its busiest level; a pipelined
-tree for broadcast; one hop for send/recv.
+Algorithms (collective_ns): like a collective library, the fastest of several for the message
+size and the group's placement. All-reduce, reduce-scatter and all-gather (all-reduce is one
+then the other): hierarchical (recursive halving / doubling within each level, from the chip
+out to the instances, pipelined over chunks so that the busiest level sets the pace), a flat
+ring over the group in rank order (ring_ns), and for all-reduce recursive doubling, which
+exchanges the whole buffer in log2 steps (short messages); all-to-all limited by its busiest
+level; a pipelined tree for broadcast; one hop for send/recv.
 """
 
 from __future__ import annotations
@@ -113,21 +116,82 @@ def _steps_ns(members: int, link: Link) -> float:
 
 
 def level_bound_ns(topology: Topology, kind: str, nbytes: int, ranks: list[int]) -> float:
-    """The bandwidth bound of the collective on the group's busiest level: a ring over that
-    level's link (2 (m-1)/m B / bw for all-reduce, half for the others), no latency."""
+    """The bandwidth lower bound of the collective on the group's busiest level: a ring over
+    that level's link (2 (m-1)/m B / bw for all-reduce, half for the others), no latency."""
     factor = 2.0 if kind == ALL_REDUCE else 1.0
     levels = topology.levels(ranks)
     return max((factor * _transfer_ns(m, nbytes, bw) for m, bw, _ in levels), default=0.0)
 
 
-def collective_ns(topology: Topology, kind: str, nbytes: int, ranks: list[int]) -> float:
-    """Simulated time of one collective of `kind` over the global `ranks`.
+def ring_ns(topology: Topology, kind: str, nbytes: int, ranks: list[int]) -> float:
+    """A flat ring over the group's ranks in the order given (the textbook ring algorithm).
 
-    Hierarchical: a reduce-scatter goes from the innermost level (the logical cores of a chip)
-    out to the instances, an all-gather back in; at each level the members' shares of the data
-    cross that level's link together (so a chip's NeuronLink carries the full buffer once
-    across its ranks), in recursive-halving steps of that link's latency; chunks pipeline
-    through the levels."""
+    Every step each rank sends B / p to the next one. A hop between two logical cores of a
+    chip uses the sender's on-chip bandwidth, a hop to another chip of the instance that chip's
+    NeuronLink, a hop to another instance that instance's EFA (hops leaving the same chip or
+    instance share its link). Reduce-scatter and all-gather take p - 1 steps, all-reduce
+    2 (p - 1): for each phase, bandwidth (p - 1) B / p over the busiest link of a step, and
+    latency along the ring (a chunk crosses every hop but one: the sum of the hops'
+    latencies but the smallest). With one kind of link that is the textbook
+    2 (p-1)/p B / bw + 2 (p - 1) latency for all-reduce."""
+    p = len(ranks)
+    if p <= 1:
+        return 0.0
+    chunk = nbytes / p
+    load: Counter = Counter()  # (link, its owner) -> bytes per step
+    latencies = []
+    for i, src in enumerate(ranks):
+        dst = ranks[(i + 1) % p]
+        if topology.chip_of(src) == topology.chip_of(dst):
+            link, owner = topology.on_chip, ("core", src)
+        elif topology.node_of(src) == topology.node_of(dst):
+            link, owner = topology.chip_link, ("chip", topology.chip_of(src))
+        else:
+            link, owner = topology.node_link, ("node", topology.node_of(src))
+        load[(link, owner)] += chunk
+        latencies.append(link.latency_ns)
+    step = max(nbytes_ / link.bytes_per_ns for (link, _), nbytes_ in load.items())
+    phase = (p - 1) * step + sum(latencies) - min(latencies)
+    return 2 * phase if kind == ALL_REDUCE else phase
+
+
+def hierarchical_ns(topology: Topology, kind: str, nbytes: int, ranks: list[int]) -> float:
+    """Hierarchical reduce-scatter / all-gather (all-reduce: one, then the other): a
+    reduce-scatter goes from the innermost level (the logical cores of a chip) out to the
+    instances, an all-gather back in; at each level the members' shares of the data cross that
+    level's link together (so a chip's NeuronLink carries the full buffer once across its
+    ranks), in recursive-halving steps of that link's latency; chunks pipeline through the
+    levels, so the busiest level's transfers set the pace and every level's steps add their
+    latency."""
+    levels = topology.levels(ranks)
+    if not levels:
+        return 0.0
+    one_way = max(_transfer_ns(m, nbytes, bw) for m, bw, _ in levels) + sum(
+        _steps_ns(m, link) for m, _, link in levels
+    )
+    return 2 * one_way if kind == ALL_REDUCE else one_way
+
+
+def recursive_doubling_ns(topology: Topology, nbytes: int, ranks: list[int]) -> float:
+    """All-reduce by recursive doubling: ceil(log2 m) steps at each level, from the chip
+    out, each exchanging the whole buffer (every rank of a chip sends it over the chip's
+    NeuronLink, every rank of an instance over its EFA). Half the steps of reduce-scatter +
+    all-gather, but the whole buffer each time: the algorithm for short messages."""
+    levels = topology.levels(ranks)
+    inside = 1  # ranks of the group behind one link of this level
+    total = 0.0
+    for members, bw, link in levels:
+        steps = math.ceil(math.log2(members))
+        total += steps * (link.latency_ns + inside * nbytes / bw)
+        inside *= members
+    return total
+
+
+def collective_ns(topology: Topology, kind: str, nbytes: int, ranks: list[int]) -> float:
+    """Simulated time of one collective of `kind` over the global `ranks`: for all-reduce,
+    reduce-scatter and all-gather the fastest of the hierarchical algorithm, a flat ring and
+    (all-reduce) recursive doubling, as a collective library picks one by message size and
+    placement."""
     if kind not in KINDS:
         raise ValueError(f"unknown collective kind {kind!r}; known: {', '.join(KINDS)}")
     p = len(ranks)
@@ -149,9 +213,10 @@ def collective_ns(topology: Topology, kind: str, nbytes: int, ranks: list[int]) 
             inside *= members
             times.append((p - inside / members) / p * nbytes * (inside / members) / bw)
         return max(times) + (p - 1) * levels[0][2].latency_ns
-    # The levels work on chunks in a pipeline: the busiest level's transfers set the pace,
-    # every level's steps add their latency.
-    one_way = max(_transfer_ns(m, nbytes, bw) for m, bw, _ in levels) + sum(
-        _steps_ns(m, link) for m, _, link in levels
-    )
-    return 2 * one_way if kind == ALL_REDUCE else one_way
+    candidates = [
+        hierarchical_ns(topology, kind, nbytes, ranks),
+        ring_ns(topology, kind, nbytes, ranks),
+    ]
+    if kind == ALL_REDUCE:
+        candidates.append(recursive_doubling_ns(topology, nbytes, ranks))
+    return min(candidates)

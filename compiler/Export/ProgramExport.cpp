@@ -207,6 +207,10 @@ LogicalResult Exporter::instruction(Operation *op) {
           .Case([&](nisa::TensorCopyOp o) {
             return src(o.getSrc());
           })
+          .Case([&](nisa::RandomOp o) {
+            inst.imm[0] = double(o.getStream());
+            return success();
+          })
           .Case([&](nisa::CollectiveOp o) -> LogicalResult {
             rt::parseCollectiveKind(stringifyCollectiveKind(o.getKind()).str(),
                                     inst.collective);

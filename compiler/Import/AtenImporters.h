@@ -50,6 +50,22 @@ Values divMode(NodeContext &ctx);
 Values remainderOp(NodeContext &ctx);
 Values fmodOp(NodeContext &ctx);
 
+// AtenCollectives.cpp
+Values allReduce(NodeContext &ctx);
+Values allGather(NodeContext &ctx);
+Values reduceScatter(NodeContext &ctx);
+Values allToAll(NodeContext &ctx);
+Values allReduceCoalesced(NodeContext &ctx);
+Values allGatherCoalesced(NodeContext &ctx);
+Values reduceScatterCoalesced(NodeContext &ctx);
+
+// AtenRandom.cpp
+Values rand(NodeContext &ctx);
+Values uniformOp(NodeContext &ctx);
+Values randn(NodeContext &ctx);
+Values bernoulli(NodeContext &ctx);
+Values nativeDropout(NodeContext &ctx);
+
 // AtenLinalg.cpp
 Values mm(NodeContext &ctx);
 Values bmm(NodeContext &ctx);

@@ -64,6 +64,11 @@ const json *NodeContext::arg(size_t i, const char *name) const {
   return nullptr;
 }
 
+std::string NodeContext::name() const {
+  auto it = node.find("name");
+  return it != node.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 bool NodeContext::isTensorArg(size_t i) const {
   const json *a = arg(i);
   return a && a->is_object() && a->contains("node");

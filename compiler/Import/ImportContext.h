@@ -87,6 +87,8 @@ public:
   /// Normalizes a possibly negative dimension index.
   int64_t dim(int64_t d, int64_t rank) const;
   size_t numResults() const { return resultTypes.size(); }
+  /// The node's name in the graph file (unique in its graph).
+  std::string name() const;
 
 private:
   const nlohmann::json &node;

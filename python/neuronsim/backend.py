@@ -14,7 +14,7 @@ from torch._dynamo.backends.common import aot_autograd
 from .compiler import compile_fx_graph
 from .decompositions import NEURON_DECOMPOSITIONS
 from .options import resolve_options
-from .partition import check_supported, compile_with_fallback, has_collectives
+from .partition import check_supported, compile_with_fallback, needs_split
 from .specialize import ShapeSpecializer, dynamic_shapes_requested, has_symbolic_shapes
 from .static_shapes import check_static_graph, check_static_inputs
 
@@ -49,7 +49,7 @@ def neuron_backend(
     def compile_graph(graph: torch.fx.GraphModule, inputs: Sequence[Any], kind: str) -> Any:
         if resolved.fallback != "cpu":
             check_supported(graph)  # every unsupported op with its source line, before export
-        if resolved.fallback == "cpu" or has_collectives(graph):
+        if resolved.fallback == "cpu" or needs_split(graph):
             return compile_with_fallback(graph, inputs, resolved, kind=kind)
         return compile_fx_graph(graph, inputs, resolved, kind=kind)
 

@@ -147,11 +147,15 @@ class _Exporter:
             results = [self._result_spec(v, node, i) for i, v in enumerate(value)]
         else:
             results = [self._result_spec(value, node, 0)]
+        kwargs = {str(k): self._arg(v, node) for k, v in node.kwargs.items()}
+        target = target_name(node.target)
+        if target.startswith(_COLLECTIVES):
+            kwargs["group_size"] = _group_size(node)
         return {
             "name": node.name,
-            "target": target_name(node.target),
+            "target": target,
             "args": [self._arg(a, node) for a in node.args],
-            "kwargs": {str(k): self._arg(v, node) for k, v in node.kwargs.items()},
+            "kwargs": kwargs,
             "outputs": results,
             "source": user_source(node),
         }
@@ -213,6 +217,27 @@ class _Exporter:
             f"'{user.name}' ({target_name(user.target)}) to the graph file "
             f"({user_source(user) or 'no source line'})"
         )
+
+
+_COLLECTIVES = "_c10d_functional."
+
+
+def _group_size(node: torch.fx.Node) -> int:
+    """The ranks of a functional collective's process group (its last string argument names
+    the group); the importer needs it for the collectives whose arguments do not carry it."""
+    names = [a for a in (*node.args, *node.kwargs.values()) if isinstance(a, str)]
+    if not names:
+        return 1  # wait_tensor: no group
+    import torch.distributed.distributed_c10d as c10d
+
+    try:
+        return int(c10d._resolve_process_group(names[-1]).size())
+    except (KeyError, RuntimeError, ValueError) as error:
+        raise NeuronCompileError(
+            f"node '{node.name}' ({target_name(node.target)}) runs over process group "
+            f"{names[-1]!r}, which this process does not know ({error}) "
+            f"({user_source(node) or 'no source line'})"
+        ) from None
 
 
 def graph_outputs(gm: torch.fx.GraphModule) -> list[Any]:

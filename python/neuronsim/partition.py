@@ -131,13 +131,33 @@ def _describe(node: torch.fx.Node, problem: str) -> str:
 
 
 def is_collective(node: torch.fx.Node) -> bool:
-    """A functional collective (DTensor, compiled FSDP2): it runs through the process group
-    between the graph's compiled parts, and is not a fallback."""
-    return node.op == "call_function" and target_name(node.target).startswith("_c10d_functional.")
+    """A functional collective (DTensor, compiled FSDP2) that the compiler does not take: it
+    runs through the process group between the graph's compiled parts, and is not a fallback.
+    (The ones it takes become instructions of the program's collective engine.)"""
+    if node.op != "call_function":
+        return False
+    name = target_name(node.target)
+    return name.startswith("_c10d_functional.") and name not in _supported()
 
 
 def has_collectives(gm: torch.fx.GraphModule) -> bool:
     return any(is_collective(n) for n in gm.graph.nodes)
+
+
+def has_opaque_inputs(gm: torch.fx.GraphModule) -> bool:
+    """Graph inputs that are not tensors (a script object a compiled DTensor graph passes from
+    forward to backward): the program takes tensors, so such a graph is split and the objects
+    stay outside its compiled parts."""
+    return any(
+        n.op == "placeholder" and not isinstance(n.meta.get("val"), (torch.Tensor, type(None)))
+        for n in gm.graph.nodes
+    )
+
+
+def needs_split(gm: torch.fx.GraphModule) -> bool:
+    """Whether `gm` runs as compiled parts with eager steps between them even when every op
+    is supported: for collectives the compiler does not take, or non-tensor inputs."""
+    return has_collectives(gm) or has_opaque_inputs(gm)
 
 
 def unsupported_nodes(gm: torch.fx.GraphModule) -> list[tuple[torch.fx.Node, str]]:
@@ -304,7 +324,7 @@ def compile_with_fallback(
     """Compiles `gm`, running what the simulator cannot run in eager PyTorch on the CPU, and
     its functional collectives through the process group, between the compiled parts."""
     unsupported = unsupported_nodes(gm)
-    if not unsupported and not has_collectives(gm):
+    if not unsupported and not needs_split(gm):
         try:
             return compile_fx_graph(gm, example_inputs, options, kind=kind)
         except NeuronCompileError as error:

@@ -90,7 +90,14 @@ class CompiledGraph:
             os.makedirs(directory, exist_ok=True)
         return path
 
-    def _run(self, capsules: list[Any], trace: str | None) -> tuple[list[Any], dict[str, Any]]:
+    def _run(
+        self, capsules: list[Any], trace: str | None, collective: Any
+    ) -> tuple[list[Any], dict[str, Any]]:
+        # Random ops (dropout) draw a new seed from torch's default generator every run:
+        # torch.manual_seed makes them reproducible, and consecutive runs differ.
+        seed = 0
+        if self.program.uses_random:
+            seed = int(torch.randint(0, 2**62, (), dtype=torch.int64))
         try:
             return self.program.run(
                 capsules,
@@ -98,6 +105,8 @@ class CompiledGraph:
                 trace=trace,
                 origin_times=True,
                 check_hazards=self.check_hazards,
+                collective=collective,
+                seed=seed,
             )
         except (RuntimeError, ValueError) as error:  # SimulationError is a RuntimeError
             raise NeuronRuntimeError(f"graph {self.name}: {error}") from None
@@ -109,11 +118,21 @@ class CompiledGraph:
             args = [device_memory.host_view(a) if isinstance(a, torch.Tensor) else a for a in args]
         capsules = _input_capsules(args, self.name)
         trace = self._trace_path()
+        collective = None
+        clock = None if device is None else device.index or 0  # the device clock to advance
+        if self.program.groups:
+            # Collectives move data between the ranks and meet their clocks: the program
+            # runs on this rank's device timeline even when its inputs are CPU tensors.
+            from .distributed import in_program
+
+            if clock is None:
+                clock = torch.neuron.current_device()
+            collective = in_program.hook(torch.neuron.simulated_time_ns(clock))
         if trace is None and profiler.profiling():
             with profiler.profiled_run(self.name) as profiled_trace:
-                capsules_out, run_stats = self._run(capsules, profiled_trace)
+                capsules_out, run_stats = self._run(capsules, profiled_trace, collective)
         else:
-            capsules_out, run_stats = self._run(capsules, trace)
+            capsules_out, run_stats = self._run(capsules, trace, collective)
         if trace:
             log.info("wrote the trace of %s to %s", self.name, trace)
         if len(capsules_out) != self.num_computed:
@@ -135,7 +154,8 @@ class CompiledGraph:
                 device_memory.adopt(r, device) if isinstance(r, torch.Tensor) else r
                 for r in results
             ]
-            device_memory.advance_clock(device.index or 0, self.last_sim_ns)
+        if clock is not None:
+            device_memory.advance_clock(clock, self.last_sim_ns)
         stats.record_run(
             run_stats,
             graph=self.name,

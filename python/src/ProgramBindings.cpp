@@ -74,6 +74,9 @@ py::dict statsToDict(const runtime::RunStats &stats) {
   out["dma_transfers"] = stats.dmaTransfers;
   out["dma_bytes"] = stats.dmaBytes;
   out["matmuls"] = stats.matmuls;
+  out["collectives"] = stats.collectives;
+  out["collective_ns"] = stats.collectiveNs;
+  out["exposed_collective_ns"] = stats.exposedCollectiveNs;
   return out;
 }
 
@@ -116,13 +119,34 @@ void bindProgram(py::module_ &m) {
       .def_property_readonly(
           "num_loops", [](const Program &p) { return p.loops.size(); },
           "Counted loops over ranges of the instructions.")
+      .def_property_readonly(
+          "uses_random",
+          [](const Program &p) {
+            return std::any_of(p.instructions.begin(), p.instructions.end(),
+                               [](const runtime::Instruction &i) {
+                                 return i.opcode == runtime::Opcode::Random;
+                               });
+          },
+          "Whether the program draws random numbers (its runs take a seed).")
+      .def_property_readonly(
+          "groups",
+          [](const Program &p) {
+            py::list groups;
+            for (const runtime::CollectiveGroup &g : p.groups)
+              groups.append(py::make_tuple(g.name, g.size));
+            return groups;
+          },
+          "Process groups of the program's collectives: (name, ranks) tuples.")
       .def_property_readonly("buffers", &bufferList,
                              "HBM buffers: dicts with name, kind, index, dtype, shape.")
       .def(
           "run",
           [](const Program &p, const py::sequence &inputs, bool timingOnly,
-             const std::optional<std::string> &trace, bool originTimes, bool checkHazards) {
+             const std::optional<std::string> &trace, bool originTimes, bool checkHazards,
+             const py::object &collective, uint64_t seed) {
             BridgeRunOptions options;
+            options.collective = collective;
+            options.seed = seed;
             options.checkHazards = checkHazards;
             options.timingOnly = timingOnly;
             options.tracePath = trace.value_or("");
@@ -147,13 +171,17 @@ void bindProgram(py::module_ &m) {
           },
           py::arg("inputs"), py::arg("timing_only") = false, py::arg("trace") = py::none(),
           py::arg("origin_times") = false, py::arg("check_hazards") = true,
+          py::arg("collective") = py::none(), py::arg("seed") = 0,
           "Runs on the simulator. inputs: DLPack capsules (torch.utils.dlpack.to_dlpack) in "
           "graph-input order. timing_only: skip the numbers (outputs have the right shapes, "
           "contents undefined). trace: path of a Chrome trace / Perfetto JSON file to write. "
           "origin_times: add stats['origin_busy_ns'], queue time per ATen origin. check_hazards: "
           "functional runs raise SimulationError when the simulated schedule breaks program "
-          "order between queues or a read finds on-chip memory never written. Returns "
-          "(output DLPack capsules, stats dict).")
+          "order between queues or a read finds on-chip memory never written. collective: "
+          "runs the program's collectives, collective(kind, reduce, group_name, group_size, "
+          "nbytes, src, dst, ready_ns) -> complete_ns, src/dst DLPack capsules of HBM (None "
+          "when timing_only), valid during the call. seed: keys the numbers of random instructions. "
+          "Returns (output DLPack capsules, stats dict).")
       .def("__repr__", [](const Program &p) {
         return "<neuronsim._C.Program target=" + p.target +
                " instructions=" + std::to_string(p.instructions.size()) +

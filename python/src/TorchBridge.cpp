@@ -6,7 +6,9 @@
 
 #include <ATen/DLConvertor.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/from_blob.h>
 
+#include <algorithm>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -135,6 +137,37 @@ at::Tensor checkedInput(at::Tensor tensor, const BufferDecl &buffer, size_t posi
   return tensor.contiguous();
 }
 
+/// RunOptions::collective calling a Python callable (see BridgeRunOptions::collective).
+runtime::CollectiveHook pythonCollectiveHook(const py::object &callable) {
+  return [callable](const runtime::CollectiveCall &c) -> double {
+    py::gil_scoped_acquire gil;
+    auto view = [&](const void *data, int64_t elements) -> py::object {
+      if (!data)
+        return py::none();
+      at::Tensor t = at::from_blob(const_cast<void *>(data), {elements},
+                                   at::TensorOptions().dtype(torchDType(c.dtype)));
+      return capsuleFromTensor(t);
+    };
+    try {
+      const int64_t nbytes =
+          std::max(c.srcElements, c.dstElements) * runtime::dtypeSize(c.dtype);
+      py::object complete = callable(runtime::collectiveKindName(c.kind),
+                                      runtime::aluOpName(c.reduce), c.group->name,
+                                      c.group->size, nbytes, view(c.src, c.srcElements),
+                                      view(c.dst, c.dstElements), c.readyNs);
+      return complete.cast<double>();
+    } catch (py::error_already_set &e) {
+      throw runtime::SimulationError("instruction " + std::to_string(c.instruction) +
+                                     " (collective over group \"" + c.group->name +
+                                     "\"): " + e.what());
+    } catch (const py::cast_error &) {
+      throw runtime::SimulationError("instruction " + std::to_string(c.instruction) +
+                                     " (collective): the collective hook must return the "
+                                     "completion time in ns (a float)");
+    }
+  };
+}
+
 } // namespace
 
 BridgeRunResult runWithDLPack(const runtime::Program &program, const py::sequence &inputs,
@@ -180,11 +213,14 @@ BridgeRunResult runWithDLPack(const runtime::Program &program, const py::sequenc
   runtime::RunOptions options;
   options.timingOnly = runOptions.timingOnly;
   options.checkHazards = runOptions.checkHazards;
+  options.seed = runOptions.seed;
   std::vector<runtime::InstructionTiming> timeline;
   if (!runOptions.tracePath.empty())
     options.timeline = &timeline;
   if (runOptions.originTimes)
     options.originBusyNs = &result.originBusyNs;
+  if (!runOptions.collective.is_none())
+    options.collective = pythonCollectiveHook(runOptions.collective);
   {
     py::gil_scoped_release release;
     result.stats = runtime::simulate(program, *target, inputPtrs, outputPtrs, options);

@@ -22,6 +22,14 @@ struct BridgeRunOptions {
   bool originTimes = false;
   /// Functional runs: the simulator's hazard detection (RunOptions::checkHazards).
   bool checkHazards = true;
+  /// None, or the Python callable that runs Collective instructions (RunOptions::collective):
+  /// collective(kind, reduce, group_name, group_size, nbytes, src, dst, ready_ns) ->
+  /// complete_ns, with nbytes the larger of its source and result, src/dst DLPack capsules
+  /// of this rank's HBM bytes (1-D; None in timing-only runs), valid only during the call.
+  /// It is called with the GIL held.
+  pybind11::object collective = pybind11::none();
+  /// Keys the numbers of Random instructions (RunOptions::seed).
+  uint64_t seed = 0;
 };
 
 struct BridgeRunResult {

@@ -34,7 +34,8 @@ const char *const kOpcodeNames[] = {
     "dma_copy",      "matmul",        "activation",
     "tensor_tensor", "tensor_scalar", "tensor_copy",
     "tensor_reduce", "memset",        "iota",
-    "select",        "dma_gather",    "collective"};
+    "select",        "dma_gather",    "random",
+    "collective"};
 const char *const kActFuncNames[] = {
     "identity", "relu",       "exp",  "log",       "tanh",    "sigmoid", "sqrt",
     "rsqrt",    "erf",        "gelu", "gelu_tanh", "silu",    "square",  "abs",

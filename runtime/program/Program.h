@@ -98,6 +98,9 @@ enum class Opcode : uint8_t {
   Select,       // dst = srcs[0] != 0 ? srcs[1] : srcs[2] (Vector or GpSimd).
   DmaGather,    // dst[p, :] = srcs[0] row srcs[1][p]: srcs[0] is the HBM pattern of row 0
                 // with dims[0] = {row stride, rows}; srcs[1] is an SBUF [P, 1] integer tile.
+  Random,       // dst = uniform [0, 1) numbers (GpSimd): the next dst-size numbers of the
+                // instruction's own stream (a counter-based generator keyed by the run's
+                // seed, the stream id imm[0] and the element's counter; see Random.h).
   Collective,   // dst(hbm) = collective `collective` over Program::groups[group] of
                 // srcs[0](hbm), reducing with `alu` (Add/Mul/Max/Min); on the collective
                 // queue. The ranks' data moves through RunOptions::collective.

@@ -198,7 +198,7 @@ json instructionToJson(const Instruction &in) {
   bool usesAlu = op == Opcode::TensorTensor || op == Opcode::TensorScalar ||
                  op == Opcode::TensorReduce || op == Opcode::Collective;
   bool usesImm = op == Opcode::Activation || op == Opcode::TensorScalar ||
-                 op == Opcode::Memset || op == Opcode::Iota;
+                 op == Opcode::Memset || op == Opcode::Iota || op == Opcode::Random;
   if (op == Opcode::Activation || in.func != ActFunc::Identity)
     j["func"] = actFuncName(in.func);
   if (usesAlu || in.alu != AluOp::Add)

@@ -145,6 +145,7 @@ void Checker::checkQueue() {
     ok = e == Engine::Vector || e == Engine::Scalar || e == Engine::GpSimd;
     break;
   case Opcode::Iota:
+  case Opcode::Random:
     ok = e == Engine::GpSimd;
     break;
   case Opcode::Collective:
@@ -431,12 +432,20 @@ InstrShape Checker::checkCompute() {
     break;
   case Opcode::Memset:
   case Opcode::Iota:
+  case Opcode::Random:
     nsrc = 0;
     break;
   default:
     nsrc = 1;
   }
   expectSrcs(nsrc);
+  if (inst_.opcode == Opcode::Random) {
+    if (!isFloatDType(inst_.dst.dtype))
+      fail(std::string("random numbers are floats, not ") + dtypeName(inst_.dst.dtype));
+    if (!(inst_.imm[0] >= 0 && inst_.imm[0] < 9007199254740992.0 &&
+          inst_.imm[0] == double(int64_t(inst_.imm[0]))))
+      fail("the stream id imm[0] must be an integer in [0, 2^53)");
+  }
   InstrShape sh;
   ApFacts d = checkAp(inst_.dst, -1, true);
   sh.partitions = d.partitions;

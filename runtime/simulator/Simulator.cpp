@@ -144,6 +144,8 @@ private:
   // collective's [ready, complete) window.
   std::unique_ptr<BusyCoverage> coverage_;
   std::vector<std::pair<double, double>> collectiveWindows_;
+  // Random instructions: numbers each static instruction has produced so far.
+  std::vector<uint64_t> randomDrawn_;
   uint64_t matmulFlops_ = 0;
   bool allMatmulsFp32_ = true;
   HbmChannel hbm_;
@@ -371,6 +373,13 @@ void Simulation::execute(size_t index, const Instruction &inst, const Step &s,
     at = &b;
   }
   try {
+    if (inst.opcode == Opcode::Random) {
+      if (randomDrawn_.empty())
+        randomDrawn_.assign(prog_.instructions.size(), 0);
+      exec_->random(*at, opts_.seed, randomDrawn_[index]);
+      randomDrawn_[index] += uint64_t(inst.dst.numElements());
+      return;
+    }
     exec_->run(index, *at, s.sh);
   } catch (const SimulationError &e) {
     rethrowWithOrigin(e, inst);
@@ -391,6 +400,7 @@ double Simulation::runCollective(size_t index, const Instruction &inst,
   call.dstElements = inst.dst.numElements();
   call.readyNs = ready;
   if (mem_) {
+    mem_->prepare(inst); // the hook writes dst: its stale bytes must not be cleared later
     call.src = mem_->view(inst.srcs[0]).base;
     call.dst = mem_->view(inst.dst).base;
   }

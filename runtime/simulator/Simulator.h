@@ -75,6 +75,8 @@ struct RunOptions {
   /// collective over a group of one rank copies src to dst in no time, and
   /// any other one is a SimulationError.
   CollectiveHook collective;
+  /// Keys the numbers of Random instructions: the same seed, the same numbers.
+  uint64_t seed = 0;
 };
 
 struct RunStats {

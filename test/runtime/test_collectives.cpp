@@ -173,3 +173,35 @@ TEST_CASE("collective operands are checked", "[collective]") {
     CHECK_THROWS_WITH(p.run(), Contains("srcs[0] must be in HBM, not SBUF"));
   }
 }
+
+TEST_CASE("a collective's result in an internal buffer survives later reads",
+          "[collective]") {
+  // Internal HBM is recycled between runs and cleared lazily where a run has not
+  // written it: the collective's write must count as one.
+  Builder b;
+  uint32_t g = b.input("g", DType::F32, {128, 64});
+  uint32_t tmp = b.buffer(BufferDecl::Kind::Internal, "tmp", DType::F32, {128, 64});
+  uint32_t y = b.output("y", DType::F32, {128, 64});
+  b.prog.groups = {{"0", 2}};
+  b.op(Opcode::Collective, kQueueCollective, hbm(tmp, DType::F32, 0, {{1, 128 * 64}}),
+       {hbm(g, DType::F32, 0, {{1, 128 * 64}})});
+  b.dma(kQueueDma0, sbuf(DType::F32, 0, 0, 128, {64}),
+        hbm(tmp, DType::F32, 0, {{64, 128}, {1, 64}}), {waitFor(kQueueCollective, 1)});
+  b.dma(kQueueDma0 + 1, hbm(y, DType::F32, 0, {{64, 128}, {1, 64}}),
+        sbuf(DType::F32, 0, 0, 128, {64}), {waitFor(kQueueDma0, 1)});
+  RunOptions o;
+  o.collective = [](const CollectiveCall &c) {
+    auto *dst = static_cast<float *>(c.dst);
+    const auto *src = static_cast<const float *>(c.src);
+    for (int64_t i = 0; i < c.srcElements; ++i)
+      dst[i] = src[i] + 1;
+    return c.readyNs + 100;
+  };
+  std::vector<float> in(128 * 64, 2.0f), out(128 * 64, 0.0f);
+  for (int run = 0; run < 3; ++run) {
+    std::fill(out.begin(), out.end(), 0.0f);
+    simulate(b.prog, trn2(), {in.data()}, {out.data()}, o);
+    CHECK(out[0] == 3.0f);
+    CHECK(out[128 * 64 - 1] == 3.0f);
+  }
+}

@@ -251,6 +251,17 @@ struct CollectiveToNIsa : ToNIsa<ntile::CollectiveOp> {
   }
 };
 
+struct RandomToNIsa : ToNIsa<ntile::RandomOp> {
+  using ToNIsa::ToNIsa;
+  LogicalResult matchAndRewrite(ntile::RandomOp op, OpAdaptor,
+                                ConversionPatternRewriter &r) const override {
+    r.replaceOpWithNewOp<nisa::RandomOp>(op, queue(r, nisa::kQueueGpSimd),
+                                         memory.wholeTile(op.getTarget()), op.getStreamAttr(),
+                                         nullptr, nullptr);
+    return success();
+  }
+};
+
 struct MatmulToNIsa : ToNIsa<ntile::MatmulOp> {
   using ToNIsa::ToNIsa;
   LogicalResult matchAndRewrite(ntile::MatmulOp op, OpAdaptor,
@@ -358,8 +369,9 @@ struct ConvertNTileToNIsaPass : impl::ConvertNTileToNIsaBase<ConvertNTileToNIsaP
       RewritePatternSet patterns(ctx);
       patterns.add<EraseMemoryOp<memref::AllocOp>, EraseMemoryOp<ntile::ConstantOp>,
                    EraseMemoryOp<ntile::ReinterpretOp>, EraseMemoryOp<ntile::ViewOp>, LoopToNIsa,
-                   DmaToNIsa, GatherToNIsa, CollectiveToNIsa, MatmulToNIsa, ActivationToNIsa, TensorTensorToNIsa,
-                   TensorScalarToNIsa, CopyToNIsa, ReduceToNIsa, SelectToNIsa>(ctx, memory);
+                   DmaToNIsa, GatherToNIsa, CollectiveToNIsa, RandomToNIsa, MatmulToNIsa,
+                   ActivationToNIsa, TensorTensorToNIsa, TensorScalarToNIsa, CopyToNIsa,
+                   ReduceToNIsa, SelectToNIsa>(ctx, memory);
       if (failed(applyFullConversion(func, legal, std::move(patterns))))
         return signalPassFailure();
       // The program's buffers are its interface now: the function takes no arguments.

@@ -96,6 +96,33 @@ static LogicalResult lowerGatherRows(TileEmitter &e, ntorch::GatherRowsOp op) {
   return success();
 }
 
+/// Tiles of the GpSimd engine's generator stored row by row: a loop over full blocks of
+/// 128 rows of `width`, then the last rows and the last partial row. Each ntile.random
+/// (instruction) gets its own stream, 16 per ntorch op.
+static LogicalResult lowerRandom(TileEmitter &e, ntorch::RandomOp op) {
+  auto res = tensorType(op.getResult());
+  Location loc = op.getLoc();
+  Type et = res.getElementType();
+  int64_t n = res.getNumElements();
+  int64_t width = std::min(n, e.maxTileFree(ntile::getElementBytes(et)));
+  Value out = e.createResultBuffer(op.getResult(), loc);
+  if (n == 0)
+    return success();
+  int64_t rows = n / width, rest = n % width, stream = op.getStream() * 16;
+  auto fill = [&](const Offset &at, int64_t partitions, int64_t free) {
+    Value tile = e.allocTile(loc, partitions, free, et, MemSpace::sbuf);
+    e.b.create<ntile::RandomOp>(loc, stream++, tile);
+    e.dma(loc, tile, e.pattern(0, {{free, partitions}, {1, free}}), out,
+          e.pattern(at, {{free, partitions}, {1, free}}));
+  };
+  e.tiled(loc, rows, e.target.partitions, [&](const Offset &block, int64_t pr) {
+    fill(block * (e.target.partitions * width), pr, width);
+  });
+  if (rest > 0)
+    fill(Offset(rows * width), 1, rest);
+  return success();
+}
+
 /// One instruction of the collective engine, HBM to HBM.
 static LogicalResult lowerCollective(TileEmitter &e, ntorch::CollectiveOp op) {
   Value out = e.createResultBuffer(op.getResult(), op.getLoc());
@@ -142,6 +169,7 @@ LogicalResult lowerDataMovement(TileEmitter &e, Operation *op) {
       .Case([&](ntorch::PadOp p) { return lowerPad(e, p); })
       .Case([&](ntorch::GatherRowsOp g) { return lowerGatherRows(e, g); })
       .Case([&](ntorch::CollectiveOp c) { return lowerCollective(e, c); })
+      .Case([&](ntorch::RandomOp r) { return lowerRandom(e, r); })
       .Default([](Operation *) { return failure(); });
 }
 

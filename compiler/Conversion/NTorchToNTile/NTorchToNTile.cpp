@@ -247,8 +247,8 @@ struct ConvertNTorchToNTilePass
           patterns, converter, *t, state, lowerElementwise);
       addFamily<ntorch::ConstantOp, ntorch::ReshapeOp, ntorch::PermuteOp, ntorch::BroadcastOp,
                 ntorch::SliceOp, ntorch::ConcatOp, ntorch::ScatterWindowOp, ntorch::PadOp,
-                ntorch::GatherRowsOp, ntorch::CollectiveOp>(patterns, converter, *t, state,
-                                                             lowerDataMovement);
+                ntorch::GatherRowsOp, ntorch::CollectiveOp, ntorch::RandomOp>(
+          patterns, converter, *t, state, lowerDataMovement);
       addFamily<ntorch::ReduceOp>(patterns, converter, *t, state, lowerReduction);
       addFamily<ntorch::Conv2dOp, ntorch::Pool2dOp>(patterns, converter, *t, state, lowerWindow);
       addFamily<ntorch::FusionOp>(patterns, converter, *t, state, lowerFusion);

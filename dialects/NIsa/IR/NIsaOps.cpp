@@ -191,3 +191,11 @@ LogicalResult CollectiveOp::verify() {
                              << " elements cannot write " << dst.getNumElements();
   return success();
 }
+
+LogicalResult RandomOp::verify() {
+  if (failed(verifyInstruction(*this, {kQueueGpSimd})))
+    return failure();
+  if (getDst().getSpace() == MemSpace::hbm)
+    return emitOpError("compute engines read and write SBUF/PSUM only");
+  return success();
+}

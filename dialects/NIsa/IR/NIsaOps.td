@@ -185,6 +185,14 @@ def NIsa_DmaGatherOp : NIsa_Instruction<"dma_gather",
   }];
 }
 
+def NIsa_RandomOp : NIsa_Instruction<"random", (ins I64Attr:$stream), "`stream` $stream"> {
+  let summary = "GpSimd engine: dst = the next uniform [0, 1) numbers of stream `stream`";
+  let extraClassDeclaration = [{
+    static ::neuron::runtime::Opcode getOpcode() { return ::neuron::runtime::Opcode::Random; }
+    llvm::SmallVector<AccessPatternAttr> getReadPatterns() { return {}; }
+  }];
+}
+
 def NIsa_CollectiveOp : NIsa_Instruction<"collective",
     (ins Neuron_CollectiveKind:$kind, Neuron_AluOp:$reduce, StrAttr:$group,
          I64Attr:$group_size, NIsa_AccessPatternAttr:$src),

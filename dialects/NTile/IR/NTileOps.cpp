@@ -259,3 +259,13 @@ LogicalResult CollectiveOp::verify() {
                              << " elements cannot write " << dst.getNumElements();
   return success();
 }
+
+LogicalResult RandomOp::verify() {
+  if (failed(verifyTile(*this, getTarget(), "target")))
+    return failure();
+  if (!isa<FloatType>(bufferType(getTarget()).getElementType()))
+    return emitOpError("random numbers are floats");
+  if (getStream() < 0 || getStream() >= (int64_t(1) << 53))
+    return emitOpError("stream must be in [0, 2^53)");
+  return success();
+}

@@ -225,6 +225,19 @@ def NTile_GatherOp : NTile_Op<"gather"> {
   let hasVerifier = 1;
 }
 
+def NTile_RandomOp : NTile_Op<"random"> {
+  let summary = "GpSimd engine: the next uniform [0, 1) numbers of stream `stream`";
+  let description = [{
+    Every execution fills the tile with the stream's next numbers (row-major).
+    ```mlir
+    ntile.random stream 48 to %t : memref<128x512xf32, #ntile.mem<sbuf>>
+    ```
+  }];
+  let arguments = (ins I64Attr:$stream, Arg<NTile_Buffer, "", [MemWrite]>:$target);
+  let assemblyFormat = "`stream` $stream `to` $target attr-dict `:` type($target)";
+  let hasVerifier = 1;
+}
+
 def NTile_CollectiveOp : NTile_Op<"collective"> {
   let summary = "collective-communication engine: a collective from HBM to HBM";
   let description = [{

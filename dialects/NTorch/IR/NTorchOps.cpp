@@ -706,3 +706,12 @@ LogicalResult CollectiveOp::verify() {
                              << res;
   return success();
 }
+
+LogicalResult RandomOp::verify() {
+  if (!isa<FloatType>(tensorType(getResult()).getElementType()))
+    return emitOpError("random numbers are floats, not ")
+           << tensorType(getResult()).getElementType();
+  if (getStream() < 0 || getStream() >= (int64_t(1) << 40))
+    return emitOpError("stream must be in [0, 2^40), got ") << getStream();
+  return success();
+}

@@ -268,6 +268,22 @@ def NTorch_Pool2dOp : NTorch_Op<"pool2d", [Pure]> {
   let hasVerifier = 1;
 }
 
+def NTorch_RandomOp : NTorch_Op<"random", [Pure]> {
+  let summary = "uniform random numbers in [0, 1) (torch.rand; dropout masks)";
+  let description = [{
+    The numbers of stream `stream` (unique per op in a graph) under the seed the
+    program is run with: a counter-based generator on the GpSimd engine. They are not
+    the CPU generator's numbers; each run of the program draws a new seed.
+    ```mlir
+    %u = ntorch.random stream 3 : tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins I64Attr:$stream);
+  let results = (outs NTorch_Tensor:$result);
+  let assemblyFormat = "`stream` $stream attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def NTorch_CollectiveOp : NTorch_Op<"collective", [MemoryEffects<[MemWrite]>]> {
   let summary = "a collective over a process group (the _c10d_functional ops)";
   let description = [{

@@ -114,9 +114,11 @@ class NeuronProcessGroup(dist.ProcessGroup):
             )
         return self._topology
 
-    def _collective(self, kind: str, nbytes: int, run: Callable[[], Any], result: Any) -> Any:
-        device = torch.neuron.current_device()
-        issued = torch.neuron.simulated_time_ns(device)
+    def timed(self, kind: str, nbytes: int, run: Callable[[], Any], issued: float) -> float:
+        """Runs a collective that this rank reaches at simulated time `issued` (ns on its
+        device clock): the ranks agree on the latest of their arrival times, `run` moves
+        the data through gloo, and the collective's modeled time passes. Returns when it
+        completes on this rank (the device clock is not advanced)."""
         clocks = torch.tensor([issued], dtype=torch.float64)
         self._gloo.allreduce([clocks], _MAX).wait()
         start = float(clocks.item())
@@ -124,9 +126,20 @@ class NeuronProcessGroup(dist.ProcessGroup):
         for work in works if isinstance(works, list) else [works]:
             work.wait()
         cost = topology.collective_ns(self._topo(), kind, nbytes, self._ranks())
-        hbm.advance_clock(device, start + cost - issued)
         record.collective(kind, nbytes, self.size(), issued, start, start + cost)
+        return start + cost
+
+    def _collective(self, kind: str, nbytes: int, run: Callable[[], Any], result: Any) -> Any:
+        device = torch.neuron.current_device()
+        issued = torch.neuron.simulated_time_ns(device)
+        end = self.timed(kind, nbytes, run, issued)
+        hbm.advance_clock(device, end - issued)
         return _done(result)
+
+    @property
+    def gloo(self) -> dist.ProcessGroup:
+        """The gloo process group that moves this group's data."""
+        return self._gloo
 
     # --- collectives --------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@
 // destination partition, checking each index. Every fast path gives the bits
 // of the general path it replaces (test_fast_paths.cpp).
 #include "runtime/simulator/functional/Execute.h"
+#include "runtime/simulator/functional/Random.h"
 
 #include "runtime/simulator/Simulator.h"
 #include "runtime/simulator/functional/ElementOps.h"
@@ -207,6 +208,22 @@ template <class T> T *Executor::scratch(int slot, size_t n) {
   if (v.size() < n)
     v.resize(n);
   return v.data();
+}
+
+void Executor::random(const Instruction &inst, uint64_t seed, uint64_t first) {
+  mem_.prepare(inst);
+  const View dv = mem_.view(inst.dst);
+  Cursor d(dv);
+  const int64_t total = dv.numElements();
+  const uint64_t stream = uint64_t(inst.imm[0]);
+  const int bits = inst.dst.dtype == DType::BF16 ? 8 : inst.dst.dtype == DType::F16 ? 11 : 24;
+  float *o = scratch<float>(0, kChunk);
+  for (int64_t off = 0; off < total; off += kChunk) {
+    const int64_t n = std::min(kChunk, total - off);
+    for (int64_t j = 0; j < n; ++j)
+      o[j] = uniform01(seed, stream, first + uint64_t(off + j), bits);
+    scatter(d, o, n);
+  }
 }
 
 void Executor::elementwiseInt(size_t index, const Instruction &inst,

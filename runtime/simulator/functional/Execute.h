@@ -20,6 +20,10 @@ public:
   /// division by zero).
   void run(size_t index, const Instruction &inst, const InstrShape &shape);
 
+  /// Executes a Random instruction: dst's elements, in row-major order, get
+  /// numbers `first`, `first` + 1, ... of stream imm[0] under `seed`.
+  void random(const Instruction &inst, uint64_t seed, uint64_t first);
+
 private:
   // Integer operands and dst (integerPath in Execute.cpp): exact int64.
   void elementwiseInt(size_t index, const Instruction &inst,

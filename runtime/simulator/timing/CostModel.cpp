@@ -120,6 +120,7 @@ double computeCycles(const Target &t, const Instruction &inst,
     c = inst.dst.dtype == DType::BF16 ? n / 2 : n;
     break;
   case Opcode::Iota:
+  case Opcode::Random:
     c = t.iotaFixedCycles + n;
     break;
   case Opcode::Select:

@@ -138,8 +138,10 @@ bool isParallel(ntile::LoopOp loop) {
       if (auto ap = dyn_cast<ntile::AccessPatternAttr>(attr.getValue()))
         ok &= outerCoef(ap).has_value();
     auto effects = dyn_cast<MemoryEffectOpInterface>(op);
-    if (!effects)
+    if (!effects) {
+      ok &= isa<ntile::LoopOp>(op); // an op of unknown effects: keep the nest whole
       return;
+    }
     SmallVector<MemoryEffects::EffectInstance> list;
     effects.getEffects(list);
     for (const auto &effect : list) {

@@ -6,6 +6,8 @@ time of large matmuls and elementwise ops is about half of the single-core trn2 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -13,6 +15,8 @@ import neuronsim
 from models import MLP, TOLERANCE, relative_error
 
 LNC2 = {"target": "trn2-lnc2"}
+# Queues of physical core 1 start here (runtime::queueOf(1, 0) = kQueuesPerCore).
+CORE1_QUEUES = 21
 
 
 def _run(fn, *args, options=None):
@@ -21,13 +25,20 @@ def _run(fn, *args, options=None):
     return out, neuronsim.last_run_stats()
 
 
-def _check(fn, *args, dtype=torch.float32):
+def _check(dump, fn, *args, dtype=torch.float32):
+    """fn on trn2-lnc2 matches eager, and some of its instructions run on core 1."""
     with torch.no_grad():
         expected = fn(*args)
-    actual, stats = _run(fn, *args)
+    actual, stats = _run(fn, *args, options={**LNC2, "dump_dir": str(dump)})
     assert stats["target"] == "trn2-lnc2"
     assert actual.shape == expected.shape and actual.dtype == expected.dtype
     assert relative_error(actual, expected) <= TOLERANCE[dtype]
+    queues = {
+        instruction["queue"]
+        for program in dump.glob("*/program.json")
+        for instruction in json.loads(program.read_text())["instructions"]
+    }
+    assert min(queues) < CORE1_QUEUES <= max(queues), "both physical cores run instructions"
     return stats
 
 
@@ -36,23 +47,23 @@ def test_target_is_listed():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
-def test_matmul_matches_eager(dtype):
+def test_matmul_matches_eager(dtype, tmp_path):
     a = torch.randn(384, 320, dtype=dtype)
     b = torch.randn(320, 1536, dtype=dtype)
-    _check(torch.matmul, a, b, dtype=dtype)
+    _check(tmp_path, torch.matmul, a, b, dtype=dtype)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
-def test_mlp_matches_eager(dtype):
+def test_mlp_matches_eager(dtype, tmp_path):
     model = MLP(256, 1024, 130).to(dtype)
-    _check(model, torch.randn(300, 256, dtype=dtype), dtype=dtype)
+    _check(tmp_path, model, torch.randn(300, 256, dtype=dtype), dtype=dtype)
 
 
-def test_layernorm_and_softmax_match_eager():
+def test_layernorm_and_softmax_match_eager(tmp_path):
     norm = torch.nn.LayerNorm(200)
     x = torch.randn(1000, 200)
-    _check(norm, x)
-    _check(lambda t: torch.softmax(t * 0.5, dim=-1), x)
+    _check(tmp_path / "layernorm", norm, x)
+    _check(tmp_path / "softmax", lambda t: torch.softmax(t * 0.5, dim=-1), x)
 
 
 class Block(torch.nn.Module):
@@ -74,9 +85,9 @@ class Block(torch.nn.Module):
         return x + self.fc2(torch.nn.functional.gelu(self.fc1(self.ln2(x))))
 
 
-def test_gpt_block_matches_eager():
+def test_gpt_block_matches_eager(tmp_path):
     block = Block(128, 4)
-    _check(block, torch.randn(2, 256, 128))
+    _check(tmp_path, block, torch.randn(2, 256, 128))
 
 
 def _speedup(fn, *args):

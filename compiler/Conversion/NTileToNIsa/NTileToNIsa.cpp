@@ -249,8 +249,9 @@ struct CollectiveToNIsa : ToNIsa<ntile::CollectiveOp> {
   using ToNIsa::ToNIsa;
   LogicalResult matchAndRewrite(ntile::CollectiveOp op, OpAdaptor,
                                 ConversionPatternRewriter &r) const override {
+    // The collective queue is the logical core's (one for all its physical cores).
     r.replaceOpWithNewOp<nisa::CollectiveOp>(
-        op, queue(r, op, nisa::kQueueCollective), memory.wholeBuffer(op.getTarget()),
+        op, r.getI32IntegerAttr(nisa::kQueueCollective), memory.wholeBuffer(op.getTarget()),
         op.getKindAttr(), op.getReduceAttr(), op.getGroupAttr(), op.getGroupSizeAttr(),
         memory.wholeBuffer(op.getSource()), nullptr, nullptr);
     return success();

@@ -105,6 +105,22 @@ def NeuronAllocateTiles : Pass<"neuron-allocate-tiles", "mlir::func::FuncOp"> {
   let options = [Option<"target", "target", "std::string", "\"trn2\"", "target name">];
 }
 
+def NeuronSplitCores : Pass<"neuron-split-cores", "mlir::func::FuncOp"> {
+  let summary = "Split parallel loop nests over the physical cores of a logical core";
+  let description = [{
+    On a target whose logical core has two physical cores (`trn2-lnc2`), each top-level
+    `ntile.loop` whose iterations are independent (no tile from outside the nest, HBM
+    writes of different iterations disjoint, no written buffer read back) is split: the
+    loop keeps the first half of its iterations on core 0 and a clone marked
+    `ntile.core = 1` runs the second half, its offsets shifted by the first half.
+    Other nests, and every nest on single-core targets, stay on core 0.
+    neuron-allocate-tiles gives each core's tiles that core's SBUF/PSUM;
+    convert-ntile-to-nisa and neuron-assign-dma-queues put its instructions on that
+    core's queues; neuron-insert-semaphores orders dependences across cores.
+  }];
+  let options = [Option<"target", "target", "std::string", "\"trn2\"", "target name">];
+}
+
 def NeuronMultiBuffer : Pass<"neuron-multi-buffer", "mlir::func::FuncOp"> {
   let summary = "Decide how many buffers each tile allocated in a loop body rotates over";
   let description = [{

@@ -103,6 +103,7 @@ FailureOr<rt::AccessPattern> Exporter::pattern(Operation *op, nisa::AccessPatter
     out.buffer = ap.getIndex();
   else
     out.partition = ap.getIndex();
+  out.core = uint8_t(ap.getCore());
   out.offset = ap.getOffset();
   for (const LoopTerm &t : unpackTerms(ap.getTerms()))
     out.offsetTerms.push_back({(uint8_t)t.level, t.coef, t.modulus});

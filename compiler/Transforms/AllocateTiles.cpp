@@ -1,5 +1,6 @@
 // The neuron-allocate-tiles pass: a byte offset in every partition of SBUF or PSUM for each
-// tile, with liveness over loop regions.
+// tile, with liveness over loop regions. Each physical core of the target allocates its own
+// SBUF/PSUM: the tiles of the nests neuron-split-cores gave it (ntile.core).
 #include "compiler/Transforms/TileAllocator.h"
 #include "compiler/Passes.h"
 #include "dialects/Common/LoopTerms.h"
@@ -23,15 +24,16 @@ constexpr int64_t kSbufAlignment = 64;
 
 class Allocation {
 public:
-  Allocation(const runtime::Target &target)
-      : target(target), sbuf(target.sbufBytesPerPartition, kSbufAlignment),
+  Allocation(const runtime::Target &target, int64_t core)
+      : target(target), core(core), sbuf(target.sbufBytesPerPartition, kSbufAlignment),
         psum(target.psumBytesPerPartition, target.psumBankBytes) {}
 
   LogicalResult run(Block &body) {
     computeLiveness(body);
     LogicalResult status = success();
     body.walk([&](memref::AllocOp alloc) {
-      if (succeeded(status) && ntile::getMemSpace(alloc.getType()) != MemSpace::hbm)
+      if (succeeded(status) && ntile::getMemSpace(alloc.getType()) != MemSpace::hbm &&
+          ntile::getCore(alloc) == core)
         status = allocate(alloc);
     });
     return status;
@@ -42,6 +44,7 @@ private:
   LogicalResult allocate(memref::AllocOp alloc);
 
   const runtime::Target &target;
+  int64_t core; // the physical core whose tiles this allocates
   TileAllocator sbuf, psum;
   DenseMap<Value, int64_t> lastUse;     // index of the last op (loop end) using a value
   DenseMap<Operation *, int64_t> order; // pre-order index of every op
@@ -116,9 +119,11 @@ struct NeuronAllocateTilesPass : impl::NeuronAllocateTilesBase<NeuronAllocateTil
       getOperation().emitError("unknown target '") << target << "'";
       return signalPassFailure();
     }
-    if (!getOperation().getBody().empty() &&
-        failed(Allocation(*t).run(getOperation().getBody().front())))
-      signalPassFailure();
+    if (getOperation().getBody().empty())
+      return;
+    for (int64_t core = 0; core < t->physicalCores; ++core)
+      if (failed(Allocation(*t, core).run(getOperation().getBody().front())))
+        return signalPassFailure();
   }
 };
 

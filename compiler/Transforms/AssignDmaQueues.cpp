@@ -1,4 +1,5 @@
-// The neuron-assign-dma-queues pass: spreads DMA transfers over the 16 DMA queues.
+// The neuron-assign-dma-queues pass: spreads DMA transfers over the 16 DMA queues (of the
+// physical core each transfer runs on: the core of the queue convert-ntile-to-nisa gave it).
 #include "compiler/Passes.h"
 #include "dialects/NIsa/IR/NIsaOps.h"
 
@@ -35,10 +36,10 @@ nisa::AccessPatternAttr outerRows(nisa::AccessPatternAttr ap, int64_t first, int
   else
     offset += first * ap.getStride(0); // elements
   return nisa::AccessPatternAttr::get(ap.getContext(), ap.getSpace(), index, offset, dims,
-                                      ap.getElementType(), ap.getTerms());
+                                      ap.getElementType(), ap.getTerms(), ap.getCore());
 }
 
-/// A range of DMA queues used round-robin.
+/// A range of DMA queues used round-robin (local queue numbers of one physical core).
 struct QueuePool {
   int first = 0, size = nisa::kNumDmaQueues, next = 0;
   int take() {
@@ -115,12 +116,16 @@ struct NeuronAssignDmaQueuesPass : impl::NeuronAssignDmaQueuesBase<NeuronAssignD
       pools.loads.size = n - pools.stores.size;
       pools.stores.first = pools.loads.size;
     }
-    QueuePool straight;
+    QueuePool straight[runtime::kMaxPhysicalCores];
     OpBuilder b(&getContext());
     for (Operation *op : dmas) {
+      const int core = runtime::coreOfQueue(cast<nisa::InstructionOpInterface>(op).getQueueId());
+      auto queueAttr = [&](QueuePool *pool) {
+        return b.getI32IntegerAttr(runtime::queueOf(core, pool->take()));
+      };
       Operation *nest = outermostLoop(op);
       bool inLoop = nest != nullptr;
-      QueuePool *pool = &straight;
+      QueuePool *pool = &straight[core];
       if (inLoop)
         pool = isStore(op) ? &nests[nest].stores : &nests[nest].loads;
       else if (!isStore(op))
@@ -131,7 +136,7 @@ struct NeuronAssignDmaQueuesPass : impl::NeuronAssignDmaQueuesBase<NeuronAssignD
           pool = &nests[next].stores;
       auto copy = dyn_cast<nisa::DmaCopyOp>(op);
       if (!copy) {
-        op->setAttr("queue", b.getI32IntegerAttr(pool->take()));
+        op->setAttr("queue", queueAttr(pool));
         continue;
       }
       nisa::AccessPatternAttr src = copy.getSrc(), dst = copy.getDst();
@@ -140,14 +145,14 @@ struct NeuronAssignDmaQueuesPass : impl::NeuronAssignDmaQueuesBase<NeuronAssignD
           {pool->size, bytesOf(src) / (inLoop ? kLoopDmaSplitBytes : kDmaSplitBytes),
            rows / kMinRowsPerPart});
       if (parts < 2 || dst.getSize(0) != rows) {
-        op->setAttr("queue", b.getI32IntegerAttr(pool->take()));
+        op->setAttr("queue", queueAttr(pool));
         continue;
       }
       b.setInsertionPoint(op);
       int64_t per = (rows + parts - 1) / parts;
       for (int64_t first = 0; first < rows; first += per) {
         int64_t count = std::min(per, rows - first);
-        b.create<nisa::DmaCopyOp>(op->getLoc(), b.getI32IntegerAttr(pool->take()),
+        b.create<nisa::DmaCopyOp>(op->getLoc(), queueAttr(pool),
                                   outerRows(dst, first, count), outerRows(src, first, count),
                                   nullptr, nullptr);
       }

@@ -78,7 +78,13 @@ bool hoistFrom(ntile::LoopOp loop) {
         usesLevel(load.getTargetAp(), level) || writes(loop, rootBuffer(load.getSource())) ||
         ntile::getMemSpace(cast<MemRefType>(load.getSource().getType())) != MemSpace::hbm)
       continue;
-    // Terms of outer loops stay valid outside this one.
+    // Terms of outer loops stay valid outside this one; the tile stays on the physical
+    // core of the nest it leaves.
+    if (int64_t core = ntile::getCore(loop)) {
+      auto attr = IntegerAttr::get(IntegerType::get(loop.getContext(), 64), core);
+      alloc->setAttr(ntile::kCoreAttr, attr);
+      load->setAttr(ntile::kCoreAttr, attr);
+    }
     alloc->moveBefore(loop);
     load->moveBefore(loop);
     changed = true;

@@ -49,7 +49,7 @@ struct Access {
   SmallVector<Operation *, 4> loops;
   int carried;                  // level whose previous iteration this stands for, or -1
   bool hbm;
-  uint32_t buffer;              // HBM buffer id, or the memory space on chip
+  uint32_t buffer;              // HBM buffer id, or on chip the space and physical core
   int64_t pLo, pHi, bLo, bHi;   // partitions x bytes at iv = 0
   SmallVector<LoopTerm, 2> terms; // byte terms
   int64_t start;                // byte of the first element at iv = 0
@@ -90,6 +90,9 @@ bool overlapsShifted(const Access &x, const Access &a, int64_t delta) {
   };
   return hit(0, x.start + delta - a.start);
 }
+
+/// On-chip Access::buffer values per physical core (the memory spaces fit below it).
+constexpr uint32_t kOnChipPerCore = 8;
 
 /// Accesses are indexed by (space, buffer id or 0, byte bucket) so that a lookup scans
 /// only the accesses near its own bytes. HBM buffers are one bucket each: in loop form a
@@ -237,7 +240,8 @@ Access SemaphoreInserter::describe(nisa::AccessPatternAttr ap, bool write, int q
     for (const LoopTerm &t : unpackTerms(ap.getTerms()))
       a.terms.push_back({t.level, t.coef * bytes, t.modulus});
   } else {
-    a.buffer = (uint32_t)ap.getSpace();
+    // Each physical core has its own SBUF and PSUM.
+    a.buffer = (uint32_t)ap.getSpace() + kOnChipPerCore * ap.getCore();
     int64_t p0 = ap.getIndex(), pSpan = ap.getStride(0) * (ap.getSize(0) - 1);
     a.pLo = p0 + std::min<int64_t>(0, pSpan);
     a.pHi = p0 + std::max<int64_t>(0, pSpan) + 1;
@@ -309,9 +313,11 @@ bool SemaphoreInserter::mayOverlap(const Access &x, const Access &a, int level, 
         rotating.push_back(t);
       continue;
     }
-    if (found >= 0) { // the same loop, independent iterations: x's i minus a's j
-      int64_t n = range(t, x.trips[t.level]);
-      axes.push_back({t.coef, -n, n});
+    if (found >= 0) { // independent iterations: x's i minus a's j
+      // Loops below the common ones may differ (two nests, such as the halves of a
+      // nest split over physical cores) and with them the trip counts.
+      int64_t nx = range(t, x.trips[t.level]), na = range(a.terms[found], a.trips[t.level]);
+      axes.push_back({t.coef, -na, nx});
       continue;
     }
     axes.push_back({t.coef, 0, range(t, x.trips[t.level])});

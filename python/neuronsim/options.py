@@ -19,7 +19,11 @@ class OptionSpec:
 
 # The documented options of torch.compile(..., backend="neuron", options={...}).
 OPTION_SPECS: dict[str, OptionSpec] = {
-    "target": OptionSpec("NEURONSIM_TARGET", "simulated chip: trn1, trn2 (default), trn3"),
+    "target": OptionSpec(
+        "NEURONSIM_TARGET",
+        "simulated chip: trn1, trn2 (default), trn2-lnc2 (a logical core of two trn2 physical "
+        "cores, LNC=2), trn3",
+    ),
     "dump_dir": OptionSpec(
         "NEURONSIM_DUMP_DIR", "directory for per-graph dumps: graph file, IR per stage, program"
     ),

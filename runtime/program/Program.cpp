@@ -79,7 +79,7 @@ bool parseDType(const std::string &name, DType &out) {
 }
 
 Engine engineOfQueue(int queue) {
-  switch (queue) {
+  switch (localQueue(queue)) {
   case kQueueTensor:
     return Engine::Tensor;
   case kQueueVector:
@@ -100,11 +100,13 @@ const char *engineName(Engine e) {
 }
 
 std::string queueName(int queue) {
+  if (queue < 0 || queue >= kNumQueues)
+    return "?";
+  const int core = coreOfQueue(queue), local = localQueue(queue);
+  const std::string prefix = core ? "c" + std::to_string(core) + "." : "";
   if (isDmaQueue(queue))
-    return "dma" + std::to_string(queue - kQueueDma0);
-  if ((queue >= 0 && queue < kQueueDma0) || queue == kQueueCollective)
-    return engineName(engineOfQueue(queue));
-  return "?";
+    return prefix + "dma" + std::to_string(local - kQueueDma0);
+  return prefix + engineName(engineOfQueue(queue));
 }
 
 const char *opcodeName(Opcode op) {

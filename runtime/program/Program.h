@@ -16,7 +16,7 @@
 namespace neuron::runtime {
 
 /// Bumped on every incompatible change of the structs below or their encoding.
-inline constexpr int kProgramFormatVersion = 3;
+inline constexpr int kProgramFormatVersion = 4;
 
 /// Deepest loop nest a program may use.
 inline constexpr int kMaxLoopDepth = 8;
@@ -45,23 +45,43 @@ bool parseDType(const std::string &name, DType &out);
 
 enum class MemSpace : uint8_t { Hbm, Sbuf, Psum };
 
-/// Queues. Each compute engine has one queue; DMA has kNumDmaQueues queues;
-/// the collective-communication engine (which moves data between cores) has
-/// one. Every queue owns one semaphore that counts its completed instructions.
+/// Queues. Each physical core has one queue per compute engine and kNumDmaQueues
+/// DMA queues; the collective-communication engine (which moves data between
+/// cores) has one queue per logical core. A program for a logical core of several
+/// physical cores (a target's `physicalCores`) numbers the queues core by core:
+/// queue = core * kQueuesPerCore + local queue; the collective queue is a local
+/// queue of core 0 only (the slot of the last core is past kNumQueues). Every
+/// queue owns one semaphore that counts its completed instructions; any queue may
+/// wait on any other, also across cores.
 enum class Engine : uint8_t { Tensor, Vector, Scalar, GpSimd, Dma, Collective };
 inline constexpr int kNumDmaQueues = 16;
+/// Local queue numbers within one physical core.
 inline constexpr int kQueueTensor = 0, kQueueVector = 1, kQueueScalar = 2,
                      kQueueGpSimd = 3, kQueueDma0 = 4;
 inline constexpr int kQueueCollective = kQueueDma0 + kNumDmaQueues;
-inline constexpr int kNumQueues = kQueueCollective + 1;
+inline constexpr int kQueuesPerCore = kQueueCollective + 1;
+/// Most physical cores one program may use (trn2's LNC=2).
+inline constexpr int kMaxPhysicalCores = 2;
+inline constexpr int kNumQueues = (kMaxPhysicalCores - 1) * kQueuesPerCore + kQueueCollective;
+/// The queue of local queue `local` (a kQueue* constant) on physical core `core`.
+constexpr int queueOf(int core, int local) { return core * kQueuesPerCore + local; }
+/// The physical core of a queue, and the queue's local number within it.
+constexpr int coreOfQueue(int queue) { return queue / kQueuesPerCore; }
+constexpr int localQueue(int queue) { return queue % kQueuesPerCore; }
 inline constexpr bool isDmaQueue(int queue) {
-  return queue >= kQueueDma0 && queue < kQueueDma0 + kNumDmaQueues;
+  return queue >= 0 && queue < kNumQueues && localQueue(queue) >= kQueueDma0 &&
+         localQueue(queue) < kQueueDma0 + kNumDmaQueues;
+}
+/// Index of a DMA queue among all DMA queues of all cores (0 .. 16 * cores - 1).
+constexpr int dmaIndexOfQueue(int queue) {
+  return coreOfQueue(queue) * kNumDmaQueues + localQueue(queue) - kQueueDma0;
 }
 Engine engineOfQueue(int queue);
 /// "tensor", "vector", "scalar", "gpsimd", "dma", "collective"
 const char *engineName(Engine e);
-/// "tensor", "vector", "scalar", "gpsimd", "dma0" .. "dma15", "collective";
-/// "?" if no queue.
+/// "tensor", "vector", "scalar", "gpsimd", "dma0" .. "dma15", "collective" on core 0;
+/// on core c > 0 the same names prefixed "c<c>." ("c1.tensor", "c1.dma3"); "?" if
+/// no queue.
 std::string queueName(int queue);
 
 /// A strided view of memory.
@@ -72,8 +92,11 @@ std::string queueName(int queue);
 ///    {stride in partitions, size}; the remaining dims are the free dimensions
 ///    {stride in elements, size}.
 /// dims are outermost first. Elements are visited in row-major order of dims.
+/// `core` names the physical core whose SBUF/PSUM an on-chip pattern addresses (0 for
+/// HBM, which all cores share); an engine or DMA queue touches only its own core's.
 struct AccessPattern {
   MemSpace space = MemSpace::Hbm;
+  uint8_t core = 0;
   DType dtype = DType::F32;
   uint32_t buffer = 0;
   uint32_t partition = 0;

@@ -16,7 +16,8 @@
 //                      "origin": 0}, ...],
 //    "loops": [[begin, end, count], ...]}
 //   AP = {"space": "hbm|sbuf|psum", "dtype": "bf16", "buffer": 0 (hbm),
-//         "partition": 0 (sbuf/psum), "offset": 0, "terms": TERMS,
+//         "partition": 0 (sbuf/psum), "core": 0 (sbuf/psum; written when not 0),
+//         "offset": 0, "terms": TERMS,
 //         "dims": [[stride, size], ...]}
 //   TERMS = [[level, coef, modulus], ...]  (Program.h LoopTerm)
 // Instruction fields other than op/queue/dst may be omitted and then take the
@@ -165,6 +166,8 @@ json apToJson(const AccessPattern &ap) {
     j["buffer"] = ap.buffer;
   if (ap.space != MemSpace::Hbm || ap.partition != 0)
     j["partition"] = ap.partition;
+  if (ap.core != 0)
+    j["core"] = ap.core;
   j["offset"] = ap.offset;
   if (!ap.offsetTerms.empty())
     j["terms"] = termsToJson(ap.offsetTerms);

@@ -188,6 +188,7 @@ AccessPattern readAp(const json &j, const Path &p, int depth) {
   ap.dtype = dtypeOf(required(j, "dtype", p), p / "dtype");
   ap.buffer = uint32_t(integerOr(j, "buffer", p, 0, kU32Max, 0));
   ap.partition = uint32_t(integerOr(j, "partition", p, 0, kU32Max, 0));
+  ap.core = uint8_t(integerOr(j, "core", p, 0, kMaxPhysicalCores - 1, 0));
   ap.offset = integerOr(j, "offset", p, -kI64Max, kI64Max, 0);
   if (const json *terms = optional(j, "terms"))
     ap.offsetTerms = readTerms(*terms, p / "terms", depth);

@@ -131,6 +131,20 @@ Target makeTrn2() {
   return t;
 }
 
+// trn2's default Logical NeuronCore config LNC=2: one logical core of two physical
+// NC-v3 cores (HARDWARE.md: "LNC=2 pairs physical cores: 4 logical cores per chip,
+// about 24 GiB HBM each"). Each physical core keeps its engines, SBUF, PSUM and 16 DMA
+// queues; the HBM capacity and bandwidth shares are two physical cores' shares.
+Target makeTrn2Lnc2() {
+  Target t = makeTrn2();
+  t.name = "trn2-lnc2";
+  t.physicalCores = 2;
+  // ESTIMATE (HARDWARE.md): two physical cores' share of the chip's 2.9 TB/s.
+  t.hbmBytesPerNs = 2900.0 / 4;
+  t.hbmBytesPerCore = 96 * kGiB / 4; // HARDWARE.md: 96 GiB per chip / 4 logical cores
+  return t;
+}
+
 Target makeTrn3() {
   Target t = commonCore();
   t.name = "trn3";
@@ -165,7 +179,7 @@ Target makeTrn3() {
 const std::vector<Target> &allTargets() {
   static const std::vector<Target> targets = {
       withDescriptorCost(makeTrn1()), withDescriptorCost(makeTrn2()),
-      withDescriptorCost(makeTrn3())};
+      withDescriptorCost(makeTrn2Lnc2()), withDescriptorCost(makeTrn3())};
   return targets;
 }
 

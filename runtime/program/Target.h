@@ -7,8 +7,12 @@
 namespace neuron::runtime {
 
 struct Target {
-  std::string name;               // "trn1", "trn2", "trn3"
+  std::string name;               // "trn1", "trn2", "trn2-lnc2", "trn3"
   std::string coreName;           // "NC-v2", ...
+  /// Physical NeuronCores of the simulated logical core (LNC): each has its own engines,
+  /// SBUF, PSUM and DMA queues; HBM is shared. Numbers below are per physical core,
+  /// except the HBM ones, which are the logical core's share.
+  int physicalCores = 1;
   int partitions = 128;
   long sbufBytesPerPartition = 0;
   long psumBytesPerPartition = 0;
@@ -30,8 +34,8 @@ struct Target {
   double dmaFixedNs = 0;
   /// added: DmaGather's extra queue time per gathered row (one descriptor each).
   double dmaDescriptorNs = 0;
-  double hbmBytesPerNs = 0;       // per core
-  long hbmBytesPerCore = 0;       // HBM capacity of one core (the chip's / cores)
+  double hbmBytesPerNs = 0;       // per (logical) core
+  long hbmBytesPerCore = 0;       // HBM capacity of one (logical) core (the chip's / cores)
   double hostLinkBytesPerNs = 0;  // host <-> device copies (the `neuron` device's .to())
   double hostLinkLatencyNs = 0;   // fixed cost of one host <-> device copy
   // Collectives between ranks (one rank = one logical core; see neuronsim/distributed).

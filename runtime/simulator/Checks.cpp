@@ -117,9 +117,14 @@ void Checker::checkQueue() {
   if (inst_.queue >= kNumQueues)
     fail("queue " + std::to_string(inst_.queue) + " does not exist (" +
          std::to_string(kNumQueues) + " queues)");
+  if (coreOfQueue(inst_.queue) >= tgt_.physicalCores)
+    fail("queue " + std::to_string(inst_.queue) + " (" + queueName(inst_.queue) +
+         ") is on physical core " + std::to_string(coreOfQueue(inst_.queue)) +
+         ", but " + tgt_.name + " has " + std::to_string(tgt_.physicalCores) +
+         " physical core(s) per logical core");
   Engine e = engineOfQueue(inst_.queue);
-  if (e == Engine::Dma && inst_.queue - kQueueDma0 >= tgt_.dmaQueues)
-    fail("DMA queue " + std::to_string(inst_.queue - kQueueDma0) +
+  if (e == Engine::Dma && localQueue(inst_.queue) - kQueueDma0 >= tgt_.dmaQueues)
+    fail("DMA queue " + std::to_string(localQueue(inst_.queue) - kQueueDma0) +
          " does not exist on " + tgt_.name + " (" +
          std::to_string(tgt_.dmaQueues) + " DMA queues)");
   bool ok = false;
@@ -212,6 +217,14 @@ ApFacts Checker::checkAp(const AccessPattern &ap, int src, bool compute) {
   if (compute && !onChip)
     fail(std::string("compute engines cannot access ") + spaceName(ap.space) +
          where());
+  if (!onChip && ap.core != 0)
+    fail("an HBM access pattern names core " + std::to_string(ap.core) +
+         " (HBM is shared; core must be 0)" + where());
+  // Each physical core's engines and DMA queues reach only its own SBUF and PSUM.
+  if (onChip && ap.core != coreOfQueue(inst_.queue))
+    fail("queue " + queueName(inst_.queue) + " of physical core " +
+         std::to_string(coreOfQueue(inst_.queue)) + " cannot access the " +
+         spaceName(ap.space) + " of physical core " + std::to_string(ap.core) + where());
   if (ap.dims.size() > size_t(kMaxApDims))
     fail("access pattern has " + std::to_string(ap.dims.size()) +
          " dims, at most " + std::to_string(kMaxApDims) + " supported" +

@@ -217,10 +217,13 @@ HazardDetector::HazardDetector(const Program &program, const Target &target)
     : prog_(program), footprints_(program.instructions.size()),
       prepared_(program.instructions.size(), false),
       hbm_(program.buffers.size()) {
-  sbuf_ = std::make_unique<Shadow>(MemSpace::Sbuf, 0, target.partitions,
-                                   target.sbufBytesPerPartition, kNever);
-  psum_ = std::make_unique<Shadow>(MemSpace::Psum, 0, target.partitions,
-                                   target.psumBytesPerPartition, kNever);
+  // On-chip shadows are per physical core (Footprint::buffer is the core).
+  for (int c = 0; c < std::min(target.physicalCores, kMaxPhysicalCores); ++c) {
+    sbuf_[c] = std::make_unique<Shadow>(MemSpace::Sbuf, c, target.partitions,
+                                        target.sbufBytesPerPartition, kNever);
+    psum_[c] = std::make_unique<Shadow>(MemSpace::Psum, c, target.partitions,
+                                        target.psumBytesPerPartition, kNever);
+  }
   // Only HBM buffers that some instruction writes can have a hazard.
   for (const Instruction &inst : program.instructions) {
     const AccessPattern &d = inst.dst;
@@ -245,7 +248,7 @@ HazardDetector::footprints(size_t index) {
       return; // a buffer nothing writes: no hazard, and no runs to enumerate
     Footprint f;
     f.space = ap.space;
-    f.buffer = ap.buffer;
+    f.buffer = ap.space == MemSpace::Hbm ? ap.buffer : ap.core;
     f.write = write;
     f.elem = dtypeSize(ap.dtype);
     f.offset = ap.offset;
@@ -278,9 +281,9 @@ HazardDetector::footprints(size_t index) {
 HazardDetector::Shadow *HazardDetector::shadowOf(const Footprint &f) {
   switch (f.space) {
   case MemSpace::Sbuf:
-    return sbuf_.get();
+    return f.buffer < kMaxPhysicalCores ? sbuf_[f.buffer].get() : nullptr;
   case MemSpace::Psum:
-    return psum_.get();
+    return f.buffer < kMaxPhysicalCores ? psum_[f.buffer].get() : nullptr;
   case MemSpace::Hbm:
     return f.buffer < hbm_.size() ? hbm_[f.buffer].get() : nullptr;
   }
@@ -325,7 +328,8 @@ void HazardDetector::access(size_t index, const int64_t *iv, double startNs,
         where += " buffer " + std::to_string(f.buffer) + " (" +
                  prog_.buffers[f.buffer].name + ")";
       else
-        where += " partition " + std::to_string(p);
+        where += (f.buffer ? " of core " + std::to_string(f.buffer) : std::string()) +
+                 " partition " + std::to_string(p);
       where += " bytes [" + std::to_string(lo) + ", " + std::to_string(hi) + ")";
       const bool otherReads = std::string(kind) == "write after read";
       throw SimulationError(

@@ -61,7 +61,7 @@ private:
   const Program &prog_;
   std::vector<std::vector<Footprint>> footprints_; // per instruction, lazily
   std::vector<bool> prepared_;
-  std::unique_ptr<Shadow> sbuf_, psum_;
+  std::unique_ptr<Shadow> sbuf_[kMaxPhysicalCores], psum_[kMaxPhysicalCores];
   std::vector<std::unique_ptr<Shadow>> hbm_; // per buffer; null: never written
 };
 

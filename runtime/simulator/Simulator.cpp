@@ -334,7 +334,7 @@ void Simulation::timeDma(int queue, const Step &s, double start,
   }
   stats_.dmaTransfers++;
   stats_.dmaBytes += uint64_t(s.sh.bytes);
-  dmaBusy_.add(queue - kQueueDma0, start, end);
+  dmaBusy_.add(dmaIndexOfQueue(queue), start, end);
 }
 
 void Simulation::timeCompute(const Step &s, bool stalled, double &start,
@@ -489,8 +489,8 @@ void Simulation::retireDma() {
   // A future DMA starts no earlier than its queue is free; queues with no
   // instructions left never start one again.
   double lowest = -1;
-  for (int q = kQueueDma0; q < kQueueDma0 + kNumDmaQueues; ++q)
-    if (int64_t(complete_[q].size()) < total_[q])
+  for (int q = 0; q < kNumQueues; ++q)
+    if (engineOfQueue(q) == Engine::Dma && int64_t(complete_[q].size()) < total_[q])
       lowest = lowest < 0 ? queueFree_[q] : std::min(lowest, queueFree_[q]);
   if (lowest > 0) {
     hbm_.prune(lowest);
@@ -499,8 +499,10 @@ void Simulation::retireDma() {
 }
 
 void Simulation::report(bool fp32Peak) {
+  // Peaks are per physical core; a logical core has physicalCores Tensor engines.
   const double tflops =
-      fp32Peak ? tgt_.tensorPeakFp32Tflops : tgt_.tensorPeakBf16Tflops;
+      (fp32Peak ? tgt_.tensorPeakFp32Tflops : tgt_.tensorPeakBf16Tflops) *
+      tgt_.physicalCores;
   stats_.peakFlopsPerNs = tflops * 1e3; // 1 TFLOP/s = 1000 FLOP/ns
   for (const BufferDecl &b : prog_.buffers)
     if (b.kind != BufferDecl::Kind::Internal)
@@ -514,8 +516,15 @@ void Simulation::report(bool fp32Peak) {
   stats_.rooflineNs = std::max(computeNs, memoryNs);
   const double t = stats_.simNs;
   stats_.mfu = t > 0 ? computeNs / t : 0;
-  for (const auto &[engine, busy] : stats_.engineBusyNs)
-    stats_.engineUtilization[engine] = t > 0 ? busy / t : 0;
+  // Compute engines' busy times sum over the physical cores: their utilization is
+  // the cores' average. "dma" is already a union over all queues, and the
+  // collective engine is the logical core's.
+  for (const auto &[engine, busy] : stats_.engineBusyNs) {
+    const bool shared = engine == engineName(Engine::Dma) ||
+                        engine == engineName(Engine::Collective);
+    const int cores = shared ? 1 : tgt_.physicalCores;
+    stats_.engineUtilization[engine] = t > 0 ? busy / (t * cores) : 0;
+  }
 }
 
 /// Sums the stats of the run.

@@ -147,6 +147,8 @@ void appendStats(std::string &out, const RunStats &s) {
 } // namespace
 
 std::string traceLaneName(int q) {
+  if (q >= kQueuesPerCore && q < kNumQueues) // physical core 1.. of a logical core
+    return "Core " + std::to_string(coreOfQueue(q)) + " " + traceLaneName(localQueue(q));
   switch (q) {
   case kQueueTensor:
     return "Tensor";
@@ -159,7 +161,7 @@ std::string traceLaneName(int q) {
   case kQueueCollective:
     return "Collective";
   default:
-    if (isDmaQueue(q))
+    if (q >= kQueueDma0 && q < kQueueDma0 + kNumDmaQueues)
       return "DMA q" + std::to_string(q - kQueueDma0);
     return "queue " + std::to_string(q);
   }
@@ -189,7 +191,10 @@ std::string traceToJson(const Program &program,
     process += ')';
   }
   appendMeta(out, "process_name", -1, "name", process);
-  for (int q = 0; q < kNumQueues; ++q) {
+  int cores = 1; // lanes of the physical cores the timeline uses
+  for (const InstructionTiming &t : timeline)
+    cores = std::max(cores, coreOfQueue(t.queue) + 1);
+  for (int q = 0; q < std::min(cores * kQueuesPerCore, kNumQueues); ++q) {
     appendMeta(out, "thread_name", q, "name", traceLaneName(q));
     appendMeta(out, "thread_sort_index", q, "sort_index", std::to_string(q),
                false);

@@ -64,3 +64,23 @@ func.func @disjoint_blocks() {
   }
   return
 }
+
+// -----
+
+// Two nests with the same offset terms but different trip counts (the halves of a nest
+// split over two physical cores, here the consumer's second half on core 1): the reader's
+// single iteration reads the rows the writer's second iteration stores, so it waits for
+// both of the writer's instances.
+// CHECK-LABEL: func @different_trips
+func.func @different_trips() {
+  nisa.buffer 0 input 0 : tensor<4x64xf32>
+  nisa.buffer 1 internal -1 : tensor<4x64xf32>
+  nisa.loop iv0 to 2 {
+    nisa.dma_copy on 4 <hbm[1] + 0 + 128*iv0, [[64, 2], [1, 64]], f32>, <hbm[0] + 0 + 128*iv0, [[64, 2], [1, 64]], f32>
+  }
+  nisa.loop iv0 to 1 {
+    // CHECK: nisa.dma_copy on 25 {{.*}} wait [4, 2]{{$}}
+    nisa.dma_copy on 25 <sbuf[0] + 0, [[1, 2], [1, 64]], f32, core 1>, <hbm[1] + 128 + 128*iv0, [[64, 2], [1, 64]], f32>
+  }
+  return
+}

@@ -27,7 +27,7 @@ def _hbm(buffer: int) -> dict:
 # y = x * 2 for x: f32[4, 3]: DMA in, Vector engine multiply, DMA out.
 DOUBLE = {
     "format": "neuronsim-program",
-    "version": 3,
+    "version": _C.PROGRAM_FORMAT_VERSION,
     "target": "trn2",
     "flops": 12,
     "origins": ["aten.mul.Tensor (model.py:1)"],

@@ -164,3 +164,18 @@ def test_sdpa_with_dropout_trains():
     assert not torch.allclose(out, plain)
     assert abs(out.mean().item() - plain.mean().item()) < 0.05
     assert all(torch.isfinite(t.grad).all() and t.grad.abs().sum() > 0 for t in (q, k, v))
+
+
+def test_dropout_on_two_physical_cores_draws_different_numbers_per_core():
+    # trn2-lnc2 splits the generator's loop between the cores: each half its own stream.
+    model = torch.compile(
+        torch.nn.Dropout(0.5), backend="neuron", dynamic=False, options={"target": "trn2-lnc2"}
+    )
+    x = torch.ones(1024, 2048)
+    y = model(x)
+    assert _within((y == 0).float().mean().item(), 0.5, math.sqrt(0.25 / x.numel()))
+    first, second = y[:512], y[512:]
+    assert not torch.equal(first, second)
+    # No repeated block of rows either: the halves are independent.
+    agree = (first == second).float().mean().item()
+    assert _within(agree, 0.5, math.sqrt(0.25 / first.numel()))

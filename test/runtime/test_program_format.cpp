@@ -70,7 +70,14 @@ TEST_CASE("queues map to engines", "[program]") {
   CHECK(engineOfQueue(kQueueCollective) == Engine::Collective);
   CHECK_FALSE(isDmaQueue(kQueueCollective));
   CHECK(queueName(kQueueCollective) == "collective");
-  CHECK(kNumQueues == 21);
+  CHECK(kQueuesPerCore == 21);
+  // Physical core 1 of a logical core: the same engines numbered from 21, without a
+  // collective queue of its own (the logical core has one).
+  CHECK(kNumQueues == 41);
+  CHECK(engineOfQueue(kQueuesPerCore + kQueueTensor) == Engine::Tensor);
+  CHECK(engineOfQueue(kQueuesPerCore + kQueueDma0 + 15) == Engine::Dma);
+  CHECK(isDmaQueue(kQueuesPerCore + kQueueDma0 + 15));
+  CHECK(queueOf(1, kQueueCollective) == kNumQueues);
   CHECK(std::string(engineName(Engine::Tensor)) == "tensor");
   CHECK(std::string(engineName(Engine::GpSimd)) == "gpsimd");
   CHECK(std::string(engineName(Engine::Dma)) == "dma");

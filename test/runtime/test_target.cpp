@@ -6,8 +6,8 @@
 
 using namespace neuron::runtime;
 
-TEST_CASE("findTarget knows trn1, trn2 and trn3", "[target]") {
-  CHECK(targetNames() == std::vector<std::string>{"trn1", "trn2", "trn3"});
+TEST_CASE("findTarget knows trn1, trn2, trn2-lnc2 and trn3", "[target]") {
+  CHECK(targetNames() == std::vector<std::string>{"trn1", "trn2", "trn2-lnc2", "trn3"});
   for (const std::string &name : targetNames()) {
     const Target *t = findTarget(name);
     REQUIRE(t);

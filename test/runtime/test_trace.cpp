@@ -113,15 +113,18 @@ TEST_CASE("trace follows the trace-event format", "[trace]") {
     complete.push_back(e);
   }
 
-  // One named lane per engine and per DMA queue.
-  REQUIRE(laneNames.size() == size_t(kNumQueues));
+  // One named lane per engine and per DMA queue (of the one physical core used).
+  REQUIRE(laneNames.size() == size_t(kQueuesPerCore));
   CHECK(laneNames[kQueueTensor] == "Tensor");
   CHECK(laneNames[kQueueVector] == "Vector");
   CHECK(laneNames[kQueueScalar] == "Scalar");
   CHECK(laneNames[kQueueGpSimd] == "GpSimd");
   for (int i = 0; i < kNumDmaQueues; ++i)
     CHECK(laneNames[kQueueDma0 + i] == "DMA q" + std::to_string(i));
-  CHECK(sortIndex.size() == size_t(kNumQueues));
+  CHECK(sortIndex.size() == size_t(kQueuesPerCore));
+  // A second physical core's lanes are named after it.
+  CHECK(traceLaneName(queueOf(1, kQueueTensor)) == "Core 1 Tensor");
+  CHECK(traceLaneName(queueOf(1, kQueueDma0 + 2)) == "Core 1 DMA q2");
 
   // One complete event per instruction, matching the timeline.
   REQUIRE(complete.size() == p.instructions.size());
@@ -198,10 +201,18 @@ TEST_CASE("writeTrace writes the same JSON to a file", "[trace]") {
 }
 
 TEST_CASE("trace edge cases", "[trace]") {
-  // An empty run is still a valid trace with all lanes.
+  // An empty run is still a valid trace with all lanes of one core; a timeline on
+  // core 1 adds that core's lanes.
   Program empty;
   json doc = json::parse(traceToJson(empty, {}));
-  CHECK(doc["traceEvents"].size() == 1 + 2 * size_t(kNumQueues));
+  CHECK(doc["traceEvents"].size() == 1 + 2 * size_t(kQueuesPerCore));
+  Program one;
+  one.instructions.resize(1);
+  InstructionTiming onCore1;
+  onCore1.queue = uint16_t(queueOf(1, kQueueScalar));
+  onCore1.endNs = onCore1.completeNs = 10;
+  doc = json::parse(traceToJson(one, {onCore1}));
+  CHECK(doc["traceEvents"].size() == 1 + 2 * size_t(kNumQueues) + 1);
   // A functional run's timeline works too; an origin index without an entry
   // in Program::origins is left out.
   Program p = pipeline();

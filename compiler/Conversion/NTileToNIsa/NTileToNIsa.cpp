@@ -133,9 +133,12 @@ nisa::AccessPatternAttr PhysicalMemory::tilePattern(Value tile, int64_t partitio
   int64_t elementBytes = ntile::getElementBytes(t.getElementType());
   auto [bytes, terms] = tileAddress(tile);
   appendScaled(terms, columnTerms, elementBytes);
+  Value root = tile;
+  while (auto view = root.getDefiningOp<ntile::ViewOp>())
+    root = view.getSource();
   return nisa::AccessPatternAttr::get(ctx, *ntile::getMemSpace(t), partition,
                                       bytes + column * elementBytes, dims, t.getElementType(),
-                                      terms);
+                                      terms, uint32_t(ntile::getCore(root.getDefiningOp())));
 }
 
 nisa::AccessPatternAttr PhysicalMemory::physical(Value buffer, ntile::AccessPatternAttr ap) const {
@@ -143,7 +146,7 @@ nisa::AccessPatternAttr PhysicalMemory::physical(Value buffer, ntile::AccessPatt
   SmallVector<int64_t> dims(ap.getDims());
   if (*ntile::getMemSpace(t) == MemSpace::hbm)
     return nisa::AccessPatternAttr::get(ctx, MemSpace::hbm, hbmBuffer(buffer), ap.getOffset(),
-                                        dims, t.getElementType(), ap.getTerms());
+                                        dims, t.getElementType(), ap.getTerms(), 0u);
   // Tiles are [partitions, free]: element offsets in whole rows select partitions.
   int64_t free = t.getDimSize(1);
   dims[0] = ap.getSize(0) > 1 ? ap.getStride(0) / free : 1;
@@ -184,7 +187,10 @@ struct ToNIsa : OpConversionPattern<Op> {
   ToNIsa(MLIRContext *ctx, const PhysicalMemory &memory)
       : OpConversionPattern<Op>(ctx), memory(memory) {}
 
-  IntegerAttr queue(ConversionPatternRewriter &r, int q) const { return r.getI32IntegerAttr(q); }
+  /// Local queue `q` of the physical core that runs `op`.
+  IntegerAttr queue(ConversionPatternRewriter &r, Operation *op, int q) const {
+    return r.getI32IntegerAttr(runtime::queueOf(ntile::getCore(op), q));
+  }
   UnitAttr unit(ConversionPatternRewriter &r, bool set) const {
     return set ? r.getUnitAttr() : nullptr;
   }
@@ -220,7 +226,7 @@ struct DmaToNIsa : ToNIsa<ntile::DmaOp> {
   LogicalResult matchAndRewrite(ntile::DmaOp op, OpAdaptor,
                                 ConversionPatternRewriter &r) const override {
     r.replaceOpWithNewOp<nisa::DmaCopyOp>(
-        op, queue(r, nisa::kQueueDma0), memory.physical(op.getTarget(), op.getTargetAp()),
+        op, queue(r, op, nisa::kQueueDma0), memory.physical(op.getTarget(), op.getTargetAp()),
         memory.physical(op.getSource(), op.getSourceAp()), nullptr, nullptr);
     return success();
   }
@@ -232,7 +238,7 @@ struct GatherToNIsa : ToNIsa<ntile::GatherOp> {
                                 ConversionPatternRewriter &r) const override {
     int64_t columns = memrefType(op.getTarget()).getDimSize(1);
     r.replaceOpWithNewOp<nisa::DmaGatherOp>(
-        op, queue(r, nisa::kQueueDma0), memory.wholeTile(op.getTarget()),
+        op, queue(r, op, nisa::kQueueDma0), memory.wholeTile(op.getTarget()),
         memory.gatherTable(op.getTable(), op.getColumn(), columns),
         memory.wholeTile(op.getIndices()), nullptr, nullptr);
     return success();
@@ -243,8 +249,9 @@ struct CollectiveToNIsa : ToNIsa<ntile::CollectiveOp> {
   using ToNIsa::ToNIsa;
   LogicalResult matchAndRewrite(ntile::CollectiveOp op, OpAdaptor,
                                 ConversionPatternRewriter &r) const override {
+    // The collective queue is the logical core's (one for all its physical cores).
     r.replaceOpWithNewOp<nisa::CollectiveOp>(
-        op, queue(r, nisa::kQueueCollective), memory.wholeBuffer(op.getTarget()),
+        op, r.getI32IntegerAttr(nisa::kQueueCollective), memory.wholeBuffer(op.getTarget()),
         op.getKindAttr(), op.getReduceAttr(), op.getGroupAttr(), op.getGroupSizeAttr(),
         memory.wholeBuffer(op.getSource()), nullptr, nullptr);
     return success();
@@ -255,7 +262,7 @@ struct RandomToNIsa : ToNIsa<ntile::RandomOp> {
   using ToNIsa::ToNIsa;
   LogicalResult matchAndRewrite(ntile::RandomOp op, OpAdaptor,
                                 ConversionPatternRewriter &r) const override {
-    r.replaceOpWithNewOp<nisa::RandomOp>(op, queue(r, nisa::kQueueGpSimd),
+    r.replaceOpWithNewOp<nisa::RandomOp>(op, queue(r, op, nisa::kQueueGpSimd),
                                          memory.wholeTile(op.getTarget()), op.getStreamAttr(),
                                          nullptr, nullptr);
     return success();
@@ -267,7 +274,7 @@ struct MatmulToNIsa : ToNIsa<ntile::MatmulOp> {
   LogicalResult matchAndRewrite(ntile::MatmulOp op, OpAdaptor,
                                 ConversionPatternRewriter &r) const override {
     r.replaceOpWithNewOp<nisa::MatmulOp>(
-        op, queue(r, nisa::kQueueTensor), memory.wholeTile(op.getResult()),
+        op, queue(r, op, nisa::kQueueTensor), memory.wholeTile(op.getResult()),
         memory.wholeTile(op.getStationary()), memory.wholeTile(op.getMoving()),
         unit(r, op.getAccumulate()), nullptr, nullptr);
     return success();
@@ -279,7 +286,7 @@ struct ActivationToNIsa : ToNIsa<ntile::ActivationOp> {
   LogicalResult matchAndRewrite(ntile::ActivationOp op, OpAdaptor,
                                 ConversionPatternRewriter &r) const override {
     r.replaceOpWithNewOp<nisa::ActivationOp>(
-        op, queue(r, nisa::kQueueScalar), memory.wholeTile(op.getTarget()), op.getFnAttr(),
+        op, queue(r, op, nisa::kQueueScalar), memory.wholeTile(op.getTarget()), op.getFnAttr(),
         memory.wholeTile(op.getSource()), op.getScaleAttr(), op.getBiasAttr(), nullptr, nullptr);
     return success();
   }
@@ -290,7 +297,7 @@ struct TensorTensorToNIsa : ToNIsa<ntile::TensorTensorOp> {
   LogicalResult matchAndRewrite(ntile::TensorTensorOp op, OpAdaptor,
                                 ConversionPatternRewriter &r) const override {
     r.replaceOpWithNewOp<nisa::TensorTensorOp>(
-        op, queue(r, nisa::kQueueVector), memory.wholeTile(op.getTarget()), op.getOpAttr(),
+        op, queue(r, op, nisa::kQueueVector), memory.wholeTile(op.getTarget()), op.getOpAttr(),
         memory.operandTile(op.getLhs(), op.getTarget()),
         memory.operandTile(op.getRhs(), op.getTarget()), nullptr, nullptr);
     return success();
@@ -302,7 +309,7 @@ struct TensorScalarToNIsa : ToNIsa<ntile::TensorScalarOp> {
   LogicalResult matchAndRewrite(ntile::TensorScalarOp op, OpAdaptor,
                                 ConversionPatternRewriter &r) const override {
     r.replaceOpWithNewOp<nisa::TensorScalarOp>(
-        op, queue(r, nisa::kQueueVector), memory.wholeTile(op.getTarget()), op.getOpAttr(),
+        op, queue(r, op, nisa::kQueueVector), memory.wholeTile(op.getTarget()), op.getOpAttr(),
         memory.wholeTile(op.getSource()), op.getScalarAttr(), unit(r, op.getReverse()), nullptr,
         nullptr);
     return success();
@@ -313,7 +320,7 @@ struct CopyToNIsa : ToNIsa<ntile::CopyOp> {
   using ToNIsa::ToNIsa;
   LogicalResult matchAndRewrite(ntile::CopyOp op, OpAdaptor,
                                 ConversionPatternRewriter &r) const override {
-    r.replaceOpWithNewOp<nisa::TensorCopyOp>(op, queue(r, nisa::kQueueVector),
+    r.replaceOpWithNewOp<nisa::TensorCopyOp>(op, queue(r, op, nisa::kQueueVector),
                                              memory.wholeTile(op.getTarget()),
                                              memory.wholeTile(op.getSource()), nullptr, nullptr);
     return success();
@@ -324,7 +331,7 @@ struct ReduceToNIsa : ToNIsa<ntile::ReduceOp> {
   using ToNIsa::ToNIsa;
   LogicalResult matchAndRewrite(ntile::ReduceOp op, OpAdaptor,
                                 ConversionPatternRewriter &r) const override {
-    r.replaceOpWithNewOp<nisa::TensorReduceOp>(op, queue(r, nisa::kQueueVector),
+    r.replaceOpWithNewOp<nisa::TensorReduceOp>(op, queue(r, op, nisa::kQueueVector),
                                                memory.wholeTile(op.getTarget()), op.getOpAttr(),
                                                memory.wholeTile(op.getSource()), nullptr, nullptr);
     return success();
@@ -336,7 +343,7 @@ struct SelectToNIsa : ToNIsa<ntile::SelectOp> {
   LogicalResult matchAndRewrite(ntile::SelectOp op, OpAdaptor,
                                 ConversionPatternRewriter &r) const override {
     r.replaceOpWithNewOp<nisa::SelectOp>(
-        op, queue(r, nisa::kQueueVector), memory.wholeTile(op.getTarget()),
+        op, queue(r, op, nisa::kQueueVector), memory.wholeTile(op.getTarget()),
         memory.operandTile(op.getCondition(), op.getTarget()),
         memory.operandTile(op.getOnTrue(), op.getTarget()),
         memory.operandTile(op.getOnFalse(), op.getTarget()), nullptr, nullptr);
@@ -363,6 +370,22 @@ struct ConvertNTileToNIsaPass : impl::ConvertNTileToNIsaBase<ConvertNTileToNIsaP
     for (auto func : llvm::to_vector(getOperation().getOps<func::FuncOp>())) {
       if (func.getBody().empty() || func.getNumArguments() == 0)
         continue;
+      // Every op of a nest that runs on another physical core names its core itself:
+      // the conversion moves loop bodies out of the ntile.loop that carries it.
+      WalkResult cores = func.walk([&](Operation *op) {
+        int64_t core = ntile::getCore(op);
+        if (core < 0 || core >= t->physicalCores) {
+          op->emitError("runs on physical core ")
+              << core << ", but " << t->name << " has " << t->physicalCores
+              << " physical core(s) per logical core";
+          return WalkResult::interrupt();
+        }
+        if (core != 0)
+          op->setAttr(ntile::kCoreAttr, IntegerAttr::get(IntegerType::get(ctx, 64), core));
+        return WalkResult::advance();
+      });
+      if (cores.wasInterrupted())
+        return signalPassFailure();
       PhysicalMemory memory(ctx, *t);
       if (failed(memory.declareBuffers(func)))
         return signalPassFailure();

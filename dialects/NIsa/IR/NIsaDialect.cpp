@@ -41,7 +41,7 @@ int64_t AccessPatternAttr::getFreeSize() const {
   return n;
 }
 
-// #nisa.ap<space[index] + offset + terms, [[stride, size], ...], type>
+// #nisa.ap<space[index] + offset + terms, [[stride, size], ...], type[, core N]>
 Attribute AccessPatternAttr::parse(AsmParser &parser, Type) {
   StringRef spaceName;
   uint32_t index;
@@ -68,10 +68,16 @@ Attribute AccessPatternAttr::parse(AsmParser &parser, Type) {
       parser.parsePlus() || parser.parseInteger(offset) ||
       neuron::parseLoopTerms(parser, terms) || parser.parseComma() ||
       parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, parsePair) ||
-      parser.parseComma() || parser.parseType(elementType) || parser.parseGreater())
+      parser.parseComma() || parser.parseType(elementType))
+    return {};
+  uint32_t core = 0;
+  if (succeeded(parser.parseOptionalComma()) &&
+      (parser.parseKeyword("core") || parser.parseInteger(core)))
+    return {};
+  if (parser.parseGreater())
     return {};
   return AccessPatternAttr::get(parser.getContext(), *space, index, offset, dims, elementType,
-                                terms);
+                                terms, core);
 }
 
 void AccessPatternAttr::print(AsmPrinter &printer) const {
@@ -81,5 +87,8 @@ void AccessPatternAttr::print(AsmPrinter &printer) const {
   printer << ", [";
   for (size_t i = 0; i < getRank(); ++i)
     printer << (i ? ", " : "") << "[" << getStride(i) << ", " << getSize(i) << "]";
-  printer << "], " << getElementType() << ">";
+  printer << "], " << getElementType();
+  if (getCore() != 0)
+    printer << ", core " << getCore();
+  printer << ">";
 }

@@ -15,7 +15,8 @@ def NIsa_Dialect : Dialect {
   let description = [{
     Each op is one instruction on one queue: `queue` 0 = Tensor engine, 1 = Vector,
     2 = Scalar, 3 = GpSimd, 4..19 = DMA queues 0..15, 20 = the collective
-    engine. Every queue counts its completed instructions in its own semaphore;
+    engine; on a logical core of two physical cores, 21..40 are core 1's Tensor ..
+    DMA queues (runtime::queueOf), whose SBUF/PSUM patterns say `core 1`. Every queue counts its completed instructions in its own semaphore;
     `wait [q, n, ...]` holds an instruction until queue q has completed n
     instructions. Operands are physical
     access patterns; HBM buffers are declared by `nisa.buffer`. A function of
@@ -38,15 +39,18 @@ def NIsa_AccessPatternAttr : AttrDef<NIsa_Dialect, "AccessPattern"> {
     [partition stride, partitions], the rest are free dimensions in elements.
     `#nisa.ap<sbuf[0] + 1024 + 512*(iv1 mod 2), [[1, 128], [1, 128]], bf16>`: the
     byte offset rotates over two buffers with the iterations of the second loop.
+    `#nisa.ap<sbuf[0] + 0, [[1, 128], [1, 512]], bf16, core 1>`: the SBUF of physical
+    core 1 of a logical core (`core` is printed when not 0; HBM is shared: core 0).
   }];
   let parameters = (ins "::neuron::ntile::MemSpace":$space, "uint32_t":$index,
                         "int64_t":$offset, ArrayRefParameter<"int64_t">:$dims,
                         "mlir::Type":$elementType,
-                        OptionalArrayRefParameter<"int64_t">:$terms);
+                        OptionalArrayRefParameter<"int64_t">:$terms,
+                        DefaultValuedParameter<"uint32_t", "0">:$core);
   let builders = [
     AttrBuilder<(ins "::neuron::ntile::MemSpace":$space, "uint32_t":$index, "int64_t":$offset,
                      "llvm::ArrayRef<int64_t>":$dims, "mlir::Type":$elementType), [{
-      return $_get($_ctxt, space, index, offset, dims, elementType, llvm::ArrayRef<int64_t>{});
+      return $_get($_ctxt, space, index, offset, dims, elementType, llvm::ArrayRef<int64_t>{}, 0u);
     }]>
   ];
   let hasCustomAssemblyFormat = 1;

@@ -17,13 +17,15 @@ static constexpr int64_t kMaxPartitions = 128;
 /// (queue, count) pairs, and on-chip patterns respect the partition count.
 static LogicalResult verifyInstruction(Operation *op, ArrayRef<int> queues) {
   auto inst = cast<InstructionOpInterface>(op);
+  // `queues` are local queue numbers; the same engines of every physical core qualify.
   int q = inst.getQueueId();
-  if (!llvm::is_contained(queues, q)) {
+  if (q < 0 || q >= kNumQueues || !llvm::is_contained(queues, neuron::runtime::localQueue(q))) {
     auto diag = op->emitOpError("cannot run on queue ") << q << "; allowed:";
     for (int allowed : queues)
       diag << " " << allowed;
-    return diag;
+    return diag << " (+ " << neuron::runtime::kQueuesPerCore << " per physical core)";
   }
+  int core = neuron::runtime::coreOfQueue(q);
   if (auto waits = op->getAttrOfType<DenseI32ArrayAttr>("waits")) {
     if (waits.size() % 2 != 0)
       return op->emitOpError("waits must be [queue, count] pairs");
@@ -53,6 +55,10 @@ static LogicalResult verifyInstruction(Operation *op, ArrayRef<int> queues) {
       return op->emitOpError("access pattern without dimensions");
     if (failed(neuron::verifyTerms(op, ap.getTerms(), "access pattern")))
       return failure();
+    if (ap.getSpace() == MemSpace::hbm ? ap.getCore() != 0 : int(ap.getCore()) != core)
+      return op->emitOpError("on queue ")
+             << q << " (physical core " << core << ") accesses the "
+             << neuron::ntile::stringifyMemSpace(ap.getSpace()) << " of core " << ap.getCore();
     if (ap.getSpace() != MemSpace::hbm &&
         (ap.getSize(0) > kMaxPartitions || ap.getIndex() + ap.getSize(0) > kMaxPartitions))
       return op->emitOpError("access pattern spans partitions ")

@@ -101,3 +101,10 @@ void AccessPatternAttr::print(AsmPrinter &printer) const {
     printer << (i ? ", " : "") << "[" << getStride(i) << ", " << getSize(i) << "]";
   printer << "]>";
 }
+
+int64_t neuron::ntile::getCore(Operation *op) {
+  for (; op; op = op->getParentOp())
+    if (auto core = op->getAttrOfType<IntegerAttr>(kCoreAttr))
+      return core.getInt();
+  return 0;
+}

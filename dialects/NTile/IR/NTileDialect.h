@@ -26,6 +26,12 @@ int64_t getElementBytes(mlir::Type type);
 /// (neuron-allocate-tiles).
 inline constexpr llvm::StringLiteral kBuffersAttr = "ntile.buffers";
 inline constexpr llvm::StringLiteral kAddressAttr = "ntile.address";
+/// The physical core (of a logical core of several, see neuron-split-cores) that runs a
+/// top-level loop nest and owns the tiles allocated in it; ops hoisted out of such a
+/// nest carry it too. Absent: core 0.
+inline constexpr llvm::StringLiteral kCoreAttr = "ntile.core";
+/// The `ntile.core` of `op` or of its nearest ancestor that has one; 0 if none has.
+int64_t getCore(mlir::Operation *op);
 /// `ntile.buffers` of a tile allocation (1 without the attribute).
 int64_t getBufferCount(mlir::Operation *alloc);
 /// Bytes between the rotating buffers of a tile: its bytes per partition, aligned to

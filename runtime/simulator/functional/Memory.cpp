@@ -157,12 +157,18 @@ Memory::Memory(const Program &program, const Target &target,
       }
     }
     const uint8_t fill = poison ? 0xff : 0;
-    sbuf_ = acquire(target.partitions, target.sbufBytesPerPartition, fill);
-    psum_ = acquire(target.partitions, target.psumBytesPerPartition, fill);
+    // One SBUF and one PSUM per physical core of the logical core.
+    for (int c = 0; c < std::min(target.physicalCores, kMaxPhysicalCores); ++c) {
+      sbuf_[c] = acquire(target.partitions, target.sbufBytesPerPartition, fill);
+      psum_[c] = acquire(target.partitions, target.psumBytesPerPartition, fill);
+    }
   } catch (...) {
     for (Internal &in : internal_)
       std::free(in.base);
-    release(sbuf_);
+    for (int c = 0; c < kMaxPhysicalCores; ++c) {
+      release(sbuf_[c]);
+      release(psum_[c]);
+    }
     throw;
   }
 }
@@ -174,8 +180,10 @@ Memory::~Memory() {
     else
       std::free(in.base);
   }
-  release(sbuf_);
-  release(psum_);
+  for (int c = 0; c < kMaxPhysicalCores; ++c) {
+    release(sbuf_[c]);
+    release(psum_[c]);
+  }
 }
 
 Memory::OnChip Memory::acquire(int64_t partitions, int64_t partBytes,
@@ -314,7 +322,7 @@ void Memory::touch(const AccessPattern &ap, bool write) {
       touchHbm(ap, write);
     return;
   }
-  OnChip &b = ap.space == MemSpace::Sbuf ? sbuf_ : psum_;
+  OnChip &b = ap.space == MemSpace::Sbuf ? sbuf_[ap.core] : psum_[ap.core];
   const int64_t eb = dtypeSize(ap.dtype);
   int64_t lo = ap.offset, hi = ap.offset + eb;
   for (size_t i = 1; i < ap.dims.size(); ++i) {
@@ -373,7 +381,7 @@ View Memory::view(const AccessPattern &ap) const {
                       ap.dtype, ap.dims, 0, false);
   case MemSpace::Sbuf:
   case MemSpace::Psum: {
-    const OnChip &b = ap.space == MemSpace::Sbuf ? sbuf_ : psum_;
+    const OnChip &b = ap.space == MemSpace::Sbuf ? sbuf_[ap.core] : psum_[ap.core];
     return View::make(b.base + int64_t(ap.partition) * b.pitch + ap.offset,
                       ap.dtype, ap.dims, b.pitch, true);
   }

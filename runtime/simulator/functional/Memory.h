@@ -85,7 +85,7 @@ private:
   std::vector<int32_t> internalOf_; // buffer index -> internal_ slot, or -1
   std::vector<Internal> internal_;  // recycled or freed in the destructor
   uint8_t fill_ = 0;
-  OnChip sbuf_, psum_;
+  OnChip sbuf_[kMaxPhysicalCores], psum_[kMaxPhysicalCores]; // per physical core
 };
 
 } // namespace neuron::runtime

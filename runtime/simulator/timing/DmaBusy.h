@@ -114,7 +114,7 @@ private:
     }
   }
 
-  std::array<Fifo, kNumDmaQueues> pending_;
+  std::array<Fifo, kMaxPhysicalCores * kNumDmaQueues> pending_; // dmaIndexOfQueue
   // flush: the intervals to fold, the starts of their sorted runs, scratch.
   std::vector<Interval> ready_, merged_;
   std::vector<size_t> runs_, nextRuns_;

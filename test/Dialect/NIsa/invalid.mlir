@@ -91,3 +91,22 @@ func.func @reduce_scatter_size() {
   nisa.collective reduce_scatter add group "0" of 2 on 20 <hbm[1] + 0, [[1, 64]], f32>, <hbm[0] + 0, [[1, 64]], f32>
   return
 }
+
+// -----
+
+// An engine of physical core 1 (queue 22: its Vector engine) reads only core 1's SBUF.
+func.func @cross_core_sbuf() {
+  // expected-error @+1 {{on queue 22 (physical core 1) accesses the sbuf of core 0}}
+  nisa.tensor_copy on 22 <sbuf[0] + 0, [[1, 4], [1, 8]], f32, core 1>, <sbuf[0] + 64, [[1, 4], [1, 8]], f32>
+  return
+}
+
+// -----
+
+// HBM is shared: its patterns name no core.
+func.func @hbm_core() {
+  nisa.buffer 0 input 0 : tensor<4x8xf32>
+  // expected-error @+1 {{accesses the hbm of core 1}}
+  nisa.dma_copy on 25 <sbuf[0] + 0, [[1, 4], [1, 8]], f32, core 1>, <hbm[0] + 0, [[8, 4], [1, 8]], f32, core 1>
+  return
+}

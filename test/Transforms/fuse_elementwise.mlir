@@ -29,13 +29,14 @@ func.func @softmax(%x: tensor<4x100xf32>) -> tensor<4x100xf32> {
 // -----
 
 // A value used outside the chain becomes a second result; the splat constant is
-// cloned into the body and becomes an immediate.
+// cloned into the body and becomes an immediate, which folds into tanh's scale.
 // CHECK-LABEL: func @two_results
 // CHECK: %[[F:.*]]:2 = ntorch.fusion %arg0, %arg1 : tensor<8x16xf32>, tensor<16xf32> -> tensor<8x16xf32>, tensor<8x16xf32>
 // CHECK: ntorch.constant dense<2.000000e+00>
 // CHECK: return %[[F]]#1, %[[F]]#0
 // NISA-LABEL: func @two_results
-// NISA: nisa.tensor_scalar mul on 1 {{.*}}, 2.000000e+00
+// NISA-NOT: nisa.tensor_scalar
+// NISA: nisa.activation tanh on 2 {{.*}} {scale = 2.000000e+00 : f64}
 func.func @two_results(%x: tensor<8x16xf32>, %b: tensor<16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>) {
   %c = ntorch.constant dense<2.0> : tensor<f32>
   %0 = ntorch.binary add %x, %b : tensor<8x16xf32>, tensor<16xf32> -> tensor<8x16xf32>

@@ -134,6 +134,7 @@ def NTile_ActivationOp : NTile_ElementwiseOp<"activation"> {
                        DefaultValuedAttr<F64Attr, "1.0">:$scale,
                        DefaultValuedAttr<F64Attr, "0.0">:$bias);
   let assemblyFormat = "$fn $source `to` $target attr-dict `:` type($source) `,` type($target)";
+  let hasCanonicalizer = 1;
 }
 
 def NTile_TensorTensorOp : NTile_ElementwiseOp<"tensor_tensor"> {
@@ -163,6 +164,7 @@ def NTile_TensorScalarOp : NTile_ElementwiseOp<"tensor_scalar"> {
   let assemblyFormat = [{
     $op $source `,` $scalar `to` $target attr-dict `:` type($source) `,` type($target)
   }];
+  let hasCanonicalizer = 1;
 }
 
 def NTile_CopyOp : NTile_ElementwiseOp<"copy"> {

@@ -1,0 +1,121 @@
+// Canonicalization of ntile ops: affine scalar steps fold into one Scalar-engine activation.
+//
+// The Scalar engine computes fn(x * scale + bias) in one pass over a tile. A tile op that
+// multiplies by, adds or subtracts a scalar (x * a + b for constants a, b), immediately
+// followed by another such step or by an activation that consumes its result in place,
+// becomes one activation: fn(x * (a * s) + (b * s + c)). Two passes over the tile become
+// one, on the engine that has the scale and bias built in (`x * 2 + 1` was two Vector
+// passes). Only float tiles, only mul/add/sub (a division by a constant is not a multiply
+// by an exact reciprocal), and only when the first step's result is overwritten by the
+// second (the same tile, in place), so nothing else can read it. The intermediate is no
+// longer rounded to the tile's dtype: as an fp32 fused multiply-add would, the result is
+// at least as accurate as the two steps.
+#include "dialects/NTile/IR/NTileOps.h"
+
+#include "mlir/IR/PatternMatch.h"
+
+#include <optional>
+
+using namespace mlir;
+
+namespace neuron::ntile {
+namespace {
+
+/// y = x * scale + bias.
+struct Affine {
+  double scale = 1.0, bias = 0.0;
+  /// This step, then `next` (applied to its result).
+  Affine then(const Affine &next) const {
+    return {scale * next.scale, bias * next.scale + next.bias};
+  }
+};
+
+bool isFloatTile(Value v) { return isa<FloatType>(cast<MemRefType>(v.getType()).getElementType()); }
+
+/// The affine map of a tensor_scalar, if it is one (mul, add, sub, reversed or not).
+std::optional<Affine> affineOf(TensorScalarOp op) {
+  double c = op.getScalar().convertToDouble();
+  switch (op.getOp()) {
+  case AluOp::mul:
+    return Affine{c, 0.0};
+  case AluOp::add:
+    return Affine{1.0, c};
+  case AluOp::sub:
+    return op.getReverse() ? Affine{-1.0, c} : Affine{1.0, -c};
+  default:
+    return std::nullopt;
+  }
+}
+
+/// The affine first step of a fold: a float tensor_scalar, or an identity activation, whose
+/// target `op` reads and overwrites in place, right before `op`.
+struct FirstStep {
+  Operation *op;
+  Value source;
+  Affine map;
+};
+
+std::optional<FirstStep> firstStepOf(Operation *op, Value source, Value target) {
+  if (source != target || !isFloatTile(target))
+    return std::nullopt;
+  Operation *prev = op->getPrevNode();
+  if (auto ts = dyn_cast_or_null<TensorScalarOp>(prev)) {
+    std::optional<Affine> map = affineOf(ts);
+    if (!map || ts.getTarget() != source || !isFloatTile(ts.getSource()))
+      return std::nullopt;
+    return FirstStep{prev, ts.getSource(), *map};
+  }
+  if (auto act = dyn_cast_or_null<ActivationOp>(prev)) {
+    if (act.getFn() != ActFunc::identity || act.getTarget() != source ||
+        !isFloatTile(act.getSource()))
+      return std::nullopt;
+    return FirstStep{prev, act.getSource(),
+                     Affine{act.getScale().convertToDouble(), act.getBias().convertToDouble()}};
+  }
+  return std::nullopt;
+}
+
+/// An affine tensor_scalar after an affine step: one identity activation.
+struct FoldAffineScalars : OpRewritePattern<TensorScalarOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TensorScalarOp op, PatternRewriter &r) const override {
+    std::optional<Affine> second = affineOf(op);
+    std::optional<FirstStep> first = firstStepOf(op, op.getSource(), op.getTarget());
+    if (!second || !first)
+      return failure();
+    Affine map = first->map.then(*second);
+    r.replaceOpWithNewOp<ActivationOp>(op, ActFuncAttr::get(r.getContext(), ActFunc::identity),
+                                       first->source, op.getTarget(),
+                                       r.getF64FloatAttr(map.scale), r.getF64FloatAttr(map.bias));
+    r.eraseOp(first->op);
+    return success();
+  }
+};
+
+/// An activation after an affine step: the step moves into its scale and bias.
+struct FoldAffineIntoActivation : OpRewritePattern<ActivationOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ActivationOp op, PatternRewriter &r) const override {
+    std::optional<FirstStep> first = firstStepOf(op, op.getSource(), op.getTarget());
+    if (!first)
+      return failure();
+    Affine map = first->map.then(
+        Affine{op.getScale().convertToDouble(), op.getBias().convertToDouble()});
+    r.replaceOpWithNewOp<ActivationOp>(op, op.getFnAttr(), first->source, op.getTarget(),
+                                       r.getF64FloatAttr(map.scale), r.getF64FloatAttr(map.bias));
+    r.eraseOp(first->op);
+    return success();
+  }
+};
+
+} // namespace
+
+void TensorScalarOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *ctx) {
+  results.add<FoldAffineScalars>(ctx);
+}
+
+void ActivationOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *ctx) {
+  results.add<FoldAffineIntoActivation>(ctx);
+}
+
+} // namespace neuron::ntile

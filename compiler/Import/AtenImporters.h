@@ -149,5 +149,6 @@ Values median(NodeContext &ctx);
 Values medianDim(NodeContext &ctx);
 Values nanmedian(NodeContext &ctx);
 Values nanmedianDim(NodeContext &ctx);
+Values mode(NodeContext &ctx);
 
 } // namespace neuron::compiler::aten

@@ -139,6 +139,7 @@ const Entry kAtenOps[] = {
     {"aten.min.dim", minDim, "reduce min and argmin (Vector)"},
     {"aten.minimum.default", binary<BinaryFn::min>, "elementwise ALU op (Vector)"},
     {"aten.mm.default", mm, "matmul (Tensor), fp32 accumulation in PSUM"},
+    {"aten.mode.default", mode, "bitonic sort, run lengths by a log-step max scan, one-hot picks (Vector)"},
     {"aten.mul.Scalar", binary<BinaryFn::mul>, "elementwise ALU op (Vector)"},
     {"aten.mul.Tensor", binary<BinaryFn::mul>, "elementwise ALU op (Vector)"},
     {"aten.nanmedian.default", nanmedian, "bitonic sorting network: compare and select stages (Vector), slices and concats (DMA)"},

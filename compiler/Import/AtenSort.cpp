@@ -135,8 +135,35 @@ void stage(NodeContext &ctx, Value &v, Value &k, int64_t size, int64_t j) {
   k = ctx.reshape(concatLast(ctx, ka2, kb2), {rows, n});
 }
 
-/// Sorts each row of x [rows, n] (stable, NaN largest).
-SortedRows sortRows(NodeContext &ctx, Value x, bool descending, const std::string &op) {
+/// The first `keep` keys (a power of two below N) of each row of (v, k) [rows, N], ascending:
+/// blocks of `keep` sorted (alternately ascending and descending), then rounds that halve the
+/// data: a half-cleaner keeps the smaller of each pair across two neighbouring blocks (the
+/// `keep` smallest of both, bitonic) and a bitonic merge sorts them again.
+void firstKeys(NodeContext &ctx, Value &v, Value &k, int64_t keep) {
+  int64_t rows = typeOf(v).getDimSize(0);
+  for (int64_t size = 2; size <= keep; size *= 2)
+    for (int64_t j = size / 2; j >= 1; j /= 2)
+      stage(ctx, v, k, size, j);
+  for (int64_t length = typeOf(v).getDimSize(1); length > keep; length /= 2) {
+    int64_t m = length / (2 * keep);
+    Value v3 = ctx.reshape(v, {rows, m, 2 * keep}), k3 = ctx.reshape(k, {rows, m, 2 * keep});
+    Value va = sliceLast(ctx, v3, 0, keep), vb = sliceLast(ctx, v3, keep, keep);
+    Value ka = sliceLast(ctx, k3, 0, keep), kb = sliceLast(ctx, k3, keep, keep);
+    Value less = ctx.binary(BinaryFn::lt, vb, va);
+    Value tie = ctx.binary(BinaryFn::eq, vb, va);
+    Value before = ctx.binary(BinaryFn::lt, kb, ka);
+    Value swap = ctx.binary(BinaryFn::Or, less, ctx.binary(BinaryFn::And, tie, before));
+    v = ctx.reshape(select(ctx, swap, vb, va), {rows, length / 2});
+    k = ctx.reshape(select(ctx, swap, kb, ka), {rows, length / 2});
+    for (int64_t j = keep / 2; j >= 1; j /= 2)
+      stage(ctx, v, k, keep, j);
+  }
+}
+
+/// Sorts each row of x [rows, n] (stable, NaN largest); only the first `keep` of each row
+/// when keep < n (a partial network: topk, kthvalue).
+SortedRows sortRows(NodeContext &ctx, Value x, bool descending, const std::string &op,
+                    int64_t keep) {
   auto t = typeOf(x);
   int64_t rows = t.getDimSize(0), n = t.getDimSize(1);
   Type et = t.getElementType();
@@ -184,12 +211,20 @@ SortedRows sortRows(NodeContext &ctx, Value x, bool descending, const std::strin
                    : xi;
     k = ctx.b.create<nt::BroadcastOp>(ctx.loc, rowsType(padded, i32), positions(ctx, padded, 0));
   }
-  for (int64_t size = 2; size <= padded; size *= 2)
-    for (int64_t j = size / 2; j >= 1; j /= 2)
-      stage(ctx, v, k, size, j);
-  if (padded > n) {
-    v = sliceLast(ctx, v, 0, n);
-    k = sliceLast(ctx, k, 0, n);
+  int64_t kept = 1;
+  while (kept < keep)
+    kept *= 2;
+  if (keep > 0 && kept < padded) {
+    firstKeys(ctx, v, k, kept);
+  } else {
+    keep = n;
+    for (int64_t size = 2; size <= padded; size *= 2)
+      for (int64_t j = size / 2; j >= 1; j /= 2)
+        stage(ctx, v, k, size, j);
+  }
+  if (typeOf(v).getDimSize(1) > keep) {
+    v = sliceLast(ctx, v, 0, keep);
+    k = sliceLast(ctx, k, 0, keep);
   }
   if (isFloat) {
     Value below = ctx.binary(BinaryFn::lt, k, ctx.scalar(i32, 0));
@@ -214,13 +249,16 @@ struct SortedDim {
   Value values, indices; // [outer..., n]
 };
 
-SortedDim sortDim(NodeContext &ctx, Value x, int64_t d, bool descending, const std::string &op) {
+SortedDim sortDim(NodeContext &ctx, Value x, int64_t d, bool descending, const std::string &op,
+                  int64_t keep = -1) {
   SortedDim s;
   s.moved = moveInnermost(ctx, x, d);
   auto mt = typeOf(s.moved.x);
   int64_t n = mt.getShape().back(), rows = mt.getNumElements() / std::max<int64_t>(n, 1);
-  SortedRows r = sortRows(ctx, ctx.reshape(s.moved.x, {rows, n}), descending, op);
+  SortedRows r = sortRows(ctx, ctx.reshape(s.moved.x, {rows, n}), descending, op,
+                          keep < 0 ? n : keep);
   SmallVector<int64_t> shape(mt.getShape());
+  shape.back() = typeOf(r.values).getDimSize(1);
   s.values = ctx.reshape(r.values, shape);
   s.indices = ctx.reshape(r.indices, shape);
   return s;
@@ -329,7 +367,79 @@ template <bool IgnoreNan> Values medianAlong(NodeContext &ctx, const std::string
   return out;
 }
 
+/// The run starts of the sorted rows [rows, n]: the position itself where it differs from
+/// its left neighbour (NaN equals NaN), a prefix max of them (log-step scan), so that the
+/// count of a run so far is position - start + 1.
+Value runCounts(NodeContext &ctx, Value sorted, Value iota) {
+  auto t = typeOf(sorted);
+  int64_t rows = t.getDimSize(0), n = t.getDimSize(1);
+  auto i32 = ctx.b.getI32Type();
+  Value right = sliceLast(ctx, sorted, 1, n - 1), left = sliceLast(ctx, sorted, 0, n - 1);
+  Value same = ctx.binary(BinaryFn::eq, right, left);
+  if (isa<FloatType>(t.getElementType())) {
+    Value rightNan = ctx.binary(BinaryFn::ne, right, right);
+    Value leftNan = ctx.binary(BinaryFn::ne, left, left);
+    same = ctx.binary(BinaryFn::Or, same, ctx.binary(BinaryFn::And, rightNan, leftNan));
+  }
+  Value tail = select(ctx, same, ctx.scalar(i32, 0.0), sliceLast(ctx, iota, 1, n - 1));
+  auto rowType = RankedTensorType::get({rows, n}, i32);
+  Value start = ctx.b.create<nt::PadOp>(ctx.loc, rowType, tail, ArrayRef<int64_t>{0, 1},
+                                        ArrayRef<int64_t>{0, 0}, APFloat(0.0));
+  for (int64_t s = 1; s < n; s *= 2) {
+    Value shifted = ctx.b.create<nt::PadOp>(ctx.loc, rowType, sliceLast(ctx, start, 0, n - s),
+                                            ArrayRef<int64_t>{0, s}, ArrayRef<int64_t>{0, 0},
+                                            APFloat(0.0));
+    start = ctx.binary(BinaryFn::max, start, shifted);
+  }
+  Value sinceStart = ctx.binary(BinaryFn::sub, iota, start);
+  return ctx.binary(BinaryFn::add, sinceStart, ctx.scalar(i32, 1.0));
+}
+
 } // namespace
+
+/// mode(x, dim=-1, keepdim=False): the most frequent value (the smallest of equally frequent
+/// ones) and its last position, from the ascending sort: run lengths by a prefix-max scan of
+/// run starts, the first position with the longest run (its end), picked by one-hot selects.
+Values mode(NodeContext &ctx) {
+  Value x = atLeast1d(ctx, ctx.tensor(0));
+  int64_t d = ctx.dim(ctx.integer(1, "dim", -1), typeOf(x).getRank());
+  SortedDim s = sortDim(ctx, x, d, false, "mode");
+  auto mt = typeOf(s.values);
+  int64_t n = mt.getShape().back(), rows = mt.getNumElements() / std::max<int64_t>(n, 1);
+  if (n == 0)
+    throw ImportError("mode of an empty dim");
+  auto i32 = ctx.b.getI32Type(), i64 = ctx.b.getI64Type();
+  Type et = mt.getElementType();
+  Value sv = ctx.reshape(s.values, {rows, n}), si = ctx.reshape(s.indices, {rows, n});
+  Value iota = ctx.b.create<nt::BroadcastOp>(ctx.loc, RankedTensorType::get({rows, n}, i32),
+                                             positions(ctx, n, 0));
+  Value count =
+      n > 1 ? runCounts(ctx, sv, iota) : ctx.splat(RankedTensorType::get({rows, n}, i32), 1);
+  Value best = ctx.reduce(ReduceFn::max, count, {1}, true);
+  Value longest = ctx.binary(BinaryFn::eq, count, best);
+  Value at = ctx.reduce(ReduceFn::min, select(ctx, longest, iota, ctx.scalar(i32, (double)n)),
+                        {1}, true);
+  Value hit = ctx.binary(BinaryFn::eq, iota, at);
+  // Picked by a max over one hit: floats among -inf (NaN and -0.0 kept), integers as int64.
+  Value value;
+  if (isa<FloatType>(et)) {
+    Value lowest = ctx.scalar(et, -std::numeric_limits<double>::infinity());
+    value = ctx.reduce(ReduceFn::max, select(ctx, hit, sv, lowest), {1}, true);
+  } else {
+    Value wide = select(ctx, hit, ctx.castTo(sv, i64), ctx.scalar(i64, -0x1p63));
+    value = ctx.castTo(ctx.reduce(ReduceFn::max, wide, {1}, true), et);
+  }
+  Value index = ctx.reduce(ReduceFn::max, select(ctx, hit, si, ctx.scalar(i64, -1.0)), {1}, true);
+  SmallVector<int64_t> kept(mt.getShape());
+  kept.back() = 1;
+  Values out;
+  Value parts[2] = {value, index};
+  for (int i = 0; i < 2; ++i) {
+    Value y = moveBack(ctx, s.moved, ctx.reshape(parts[i], kept));
+    out.push_back(ctx.hasResult(i) ? ctx.reshape(y, ctx.resultType(i).getShape()) : Value());
+  }
+  return out;
+}
 
 /// sort(x, dim=-1, descending=False) -> (values, indices).
 Values sort(NodeContext &ctx) {
@@ -341,8 +451,9 @@ Values sortStable(NodeContext &ctx) {
   return sortWith(ctx, ctx.integer(2, "dim", -1), ctx.integer(3, "descending", 0), "sort");
 }
 
-/// topk(x, k, dim=-1, largest=True, sorted=True): the first k of a full sort (a partial
-/// network would save the last merges); sorted=False gives them sorted too.
+/// topk(x, k, dim=-1, largest=True, sorted=True): the first k of a partial network (blocks of
+/// K = 2^ceil(log2 k) sorted, then log2(N/K) rounds of half-cleaner + merge on halving data);
+/// sorted=False gives them sorted too.
 Values topk(NodeContext &ctx) {
   Value x = atLeast1d(ctx, ctx.tensor(0));
   int64_t k = ctx.integer(1, "k", -1);
@@ -352,11 +463,11 @@ Values topk(NodeContext &ctx) {
   if (k < 0 || k > n)
     throw ImportError("topk's k = " + std::to_string(k) + " is outside [0, " +
                       std::to_string(n) + "]");
-  SortedDim s = sortDim(ctx, x, d, largest, "topk");
+  SortedDim s = sortDim(ctx, x, d, largest, "topk", k);
   return window(ctx, s, 0, k);
 }
 
-/// kthvalue(x, k, dim=-1, keepdim=False): position k-1 of the ascending sort.
+/// kthvalue(x, k, dim=-1, keepdim=False): position k-1 of the ascending first k (as topk).
 Values kthvalue(NodeContext &ctx) {
   Value x = atLeast1d(ctx, ctx.tensor(0));
   int64_t k = ctx.integer(1, "k", -1);
@@ -365,7 +476,7 @@ Values kthvalue(NodeContext &ctx) {
   if (k < 1 || k > n)
     throw ImportError("kthvalue's k = " + std::to_string(k) + " is outside [1, " +
                       std::to_string(n) + "]");
-  SortedDim s = sortDim(ctx, x, d, false, "kthvalue");
+  SortedDim s = sortDim(ctx, x, d, false, "kthvalue", k);
   return window(ctx, s, k - 1, 1);
 }
 

@@ -1179,6 +1179,7 @@ TESTED_ELSEWHERE = {
     "aten.kthvalue.default",
     "aten.median.default",
     "aten.median.dim",
+    "aten.mode.default",
     "aten.nanmedian.default",
     "aten.nanmedian.dim",
     "aten.sort.default",

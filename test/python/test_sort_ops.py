@@ -1,4 +1,4 @@
-"""sort / argsort / topk / kthvalue / median / nanmedian compiled vs eager, exactly.
+"""sort / argsort / topk / kthvalue / median / nanmedian / mode compiled vs eager, exactly.
 
 The importer expands them into a bitonic sorting network (compiler/Import/AtenSort.cpp) that
 gives the stable order with NaN largest. Values are compared exactly (NaN where eager has NaN);
@@ -145,6 +145,29 @@ def test_topk_without_ties(dtype, largest):
     check(f, a, b)
 
 
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_partial_network_for_every_k(largest):
+    """k from 1 to n on a dim of 100 (padded to 128): blocks of 1..64 and halving rounds."""
+    x = distinct((3, 100), torch.float32)
+
+    def f(x):
+        outs = []
+        for k in (1, 2, 3, 5, 8, 9, 31, 33, 64, 65, 100):
+            outs += torch.topk(x, k, largest=largest)
+        return tuple(outs)
+
+    check(f, x)
+
+
+def test_kthvalue_values_with_ties_and_nans():
+    x = with_ties((4, 23), torch.float32)
+    for k in (1, 6, 20, 23):
+        got = run(lambda x: torch.kthvalue(x, k).values, x)
+        torch.testing.assert_close(got, torch.kthvalue(x, k).values, rtol=0, atol=0,
+                                   equal_nan=True)
+        torch._dynamo.reset()
+
+
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 def test_topk_values_with_ties_and_nans(dtype):
     x = with_ties((5, 17), dtype)
@@ -194,6 +217,20 @@ def test_nanmedian():
     y = torch.tensor([[NAN, NAN, NAN], [1.0, NAN, 0.0]])
     got = run(lambda y: torch.nanmedian(y, 1).values, y)
     torch.testing.assert_close(got, torch.nanmedian(y, 1).values, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16) + INTS, ids=str)
+def test_mode(dtype):
+    """The most frequent value (the smallest of ties) exactly; its index is the last
+    occurrence, eager's one of the occurrences (the last for short rows: compared there)."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randint(0, 4, (6, 37), generator=g).to(dtype)
+    got = run(lambda x: (*torch.mode(x, -1), *torch.mode(x, 0, keepdim=True)), x)
+    want = (*torch.mode(x, -1), *torch.mode(x, 0, keepdim=True))
+    assert_exact((got[0], got[2], got[3]), (want[0], want[2], want[3]))
+    assert torch.equal(x.gather(1, got[1].unsqueeze(1)).squeeze(1), got[0])
+    last = torch.stack([(x[i] == got[0][i]).nonzero().max() for i in range(6)])
+    assert torch.equal(got[1], last)
 
 
 def test_too_long_a_dim_is_a_clear_error():

@@ -204,11 +204,13 @@ SortedRows sortRows(NodeContext &ctx, Value x, bool descending, const std::strin
     if (descending)
       xi = ctx.binary(BinaryFn::sub, ctx.scalar(kt, -1.0), xi);
     unsigned width = kt.getIntOrFloatBitWidth();
-    v = padded > n ? concatLast(ctx, xi,
-                                intConstant(ctx, {rows, padded - n}, kt, [&](int64_t) {
-                                  return APInt::getSignedMaxValue(width);
-                                }))
-                   : xi;
+    if (padded > n) {
+      auto padType = rowsType(padded - n, kt);
+      auto largest = DenseElementsAttr::get(padType, APInt::getSignedMaxValue(width)); // splat
+      xi = concatLast(ctx, xi, ctx.b.create<nt::ConstantOp>(ctx.loc, padType,
+                                                            cast<ElementsAttr>(largest)));
+    }
+    v = xi;
     k = ctx.b.create<nt::BroadcastOp>(ctx.loc, rowsType(padded, i32), positions(ctx, padded, 0));
   }
   int64_t kept = 1;

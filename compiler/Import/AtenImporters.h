@@ -140,4 +140,15 @@ Values repeat(NodeContext &ctx);
 Values diagonal(NodeContext &ctx);
 Values indexTensor(NodeContext &ctx);
 
+// AtenSort.cpp (bitonic sorting networks of whole-tensor ops)
+Values sort(NodeContext &ctx);
+Values sortStable(NodeContext &ctx);
+Values topk(NodeContext &ctx);
+Values kthvalue(NodeContext &ctx);
+Values median(NodeContext &ctx);
+Values medianDim(NodeContext &ctx);
+Values nanmedian(NodeContext &ctx);
+Values nanmedianDim(NodeContext &ctx);
+Values mode(NodeContext &ctx);
+
 } // namespace neuron::compiler::aten

@@ -74,15 +74,15 @@ def test_views_stay_views():
 def test_unsupported_op_falls_back_once_with_warning_and_count():
     x = torch.tensor([3.0, 1.0, 2.0])
     nx = x.to(DEV)
-    with pytest.warns(UserWarning, match=r"neuron: aten::sort.* runs on the CPU"):
-        first = torch.sort(nx).values
+    with pytest.warns(UserWarning, match=r"neuron: aten::_logcumsumexp runs on the CPU"):
+        first = torch.logcumsumexp(nx, 0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # one warning per op, not per call
-        second = torch.sort(nx).values
-    assert first.device == DEV and torch.equal(first.cpu(), torch.sort(x).values)
+        second = torch.logcumsumexp(nx, 0)
+    assert first.device == DEV and torch.equal(first.cpu(), torch.logcumsumexp(x, 0))
     assert torch.equal(second.cpu(), first.cpu())
     (name,) = neuronsim.get_fallback_ops()
-    assert name.startswith("aten.sort.") and neuronsim.get_fallback_ops()[name] == 2
+    assert name == "aten._logcumsumexp.default" and neuronsim.get_fallback_ops()[name] == 2
 
 
 def test_random_ops_follow_the_device_generator():

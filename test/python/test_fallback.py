@@ -1,7 +1,7 @@
 """Unsupported ops: the error that lists them, and CPU fallback (options={"fallback": "cpu"}).
 
 The op left unsupported on purpose is the FFT (aten._fft_r2c, with complex64 results), and
-aten.topk for the importer's own diagnostic (its tensors have supported dtypes).
+aten.cummax for the importer's own diagnostic (its tensors have supported dtypes).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ class Spectral(torch.nn.Module):
 class TwoUnsupported(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = torch.fft.rfft(x * 2.0)  # MARK_FFT2
-        values = torch.topk(x, 3, dim=-1).values  # MARK_TOPK
+        values = torch.cummax(x, dim=-1).values[..., :3]  # MARK_CUMMAX
         return y.real[..., :3] + values
 
 
@@ -63,12 +63,12 @@ def test_unsupported_ops_are_listed_with_source_lines():
         _compile(TwoUnsupported())(torch.randn(4, 10))
     message = str(error.value)
     assert message.startswith("unsupported operators (3):\n"), message
-    fft, topk = _line_of("# MARK_FFT2"), _line_of("# MARK_TOPK")
+    fft, cummax = _line_of("# MARK_FFT2"), _line_of("# MARK_CUMMAX")
     expected = [
         f"aten._fft_r2c.default at test_fallback.py:{fft} in forward: "
         "y = torch.fft.rfft(x * 2.0)  # MARK_FFT2",
-        f"aten.topk.default at test_fallback.py:{topk} in forward: "
-        "values = torch.topk(x, 3, dim=-1).values  # MARK_TOPK",
+        f"aten.cummax.default at test_fallback.py:{cummax} in forward: "
+        "values = torch.cummax(x, dim=-1).values[..., :3]  # MARK_CUMMAX",
         # Taking the real part of a complex tensor is not supported either.
         f"aten.view_as_real.default at test_fallback.py:{fft + 2} in forward: "
         "return y.real[..., :3] + values",
@@ -100,9 +100,9 @@ def test_explicit_fallback_none_is_the_default():
         _compile(Spectral(), fallback="none")(torch.randn(3, 24))
 
 
-class TopK(torch.nn.Module):
+class CumMax(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.topk(x * 2.0, 3).values  # MARK_TOPK_ONLY
+        return torch.cummax(x * 2.0, -1).values  # MARK_CUMMAX_ONLY
 
 
 def _forward_graph_file(model, *inputs) -> str:
@@ -122,25 +122,25 @@ def test_importer_diagnostic_reaches_the_user_intact(monkeypatch):
     """The C++ importer's list (what _C.compile raises) comes through Dynamo unchanged."""
     x = torch.randn(4, 10)
     with pytest.raises(_C.CompileError) as native_error:
-        _C.compile(_forward_graph_file(TopK(), x), "{}")
+        _C.compile(_forward_graph_file(CumMax(), x), "{}")
     native_message = str(native_error.value)
-    line = _line_of("# MARK_TOPK_ONLY")
+    line = _line_of("# MARK_CUMMAX_ONLY")
     assert native_message.startswith(
-        "unsupported operators (1):\n  aten.topk.default at "
-        f"test_fallback.py:{line} in forward: return torch.topk(x * 2.0, 3).values"
+        "unsupported operators (1):\n  aten.cummax.default at "
+        f"test_fallback.py:{line} in forward: return torch.cummax(x * 2.0, -1).values"
     ), native_message
 
     # Through the backend with the Python-side check: the same lines (plus a hint).
     torch._dynamo.reset()
     with torch.no_grad(), pytest.raises(neuronsim.NeuronCompileError) as error:
-        _compile(TopK())(x)
+        _compile(CumMax())(x)
     assert str(error.value).startswith(native_message.rstrip()), str(error.value)
 
     # Without the Python-side check, the importer finds it: the message arrives as it was.
     monkeypatch.setattr("neuronsim.backend.check_supported", lambda gm: None)
     torch._dynamo.reset()
     with torch.no_grad(), pytest.raises(neuronsim.NeuronCompileError) as error:
-        _compile(TopK())(x)
+        _compile(CumMax())(x)
     assert str(error.value).startswith(native_message), str(error.value)
 
 
@@ -194,7 +194,7 @@ def test_cpu_fallback_from_the_environment(monkeypatch):
         expected = model(x)
     assert relative_error(actual, expected) <= FP32_TOLERANCE
     ops = neuronsim.get_fallback_ops()
-    assert ops["aten._fft_r2c.default"] == 1 and ops["aten.topk.default"] == 1
+    assert ops["aten._fft_r2c.default"] == 1 and ops["aten.cummax.default"] == 1
 
 
 def test_fully_supported_graph_has_no_fallback():
@@ -220,7 +220,7 @@ class Interleaved(torch.nn.Module):
         flat = y.flatten(1)[:, :16]
         spectrum = torch.fft.rfft(flat).abs()[:, :8]  # CPU
         z = self.fc(spectrum) + torch.tensor([1.0, -1.0, 0.5, 0.0, 2.0, 3.0])
-        top = torch.topk(z, 2).values  # CPU
+        top = torch.cummax(z, -1).values[..., :2]  # CPU
         return z * y.mean(), top.sum(-1, keepdim=True) - flat.amax(-1, keepdim=True)
 
 
@@ -232,7 +232,7 @@ def test_cpu_fallback_with_several_islands():
     for a, e in zip(actual, expected, strict=True):
         assert relative_error(a, e) <= FP32_TOLERANCE
     ops = neuronsim.get_fallback_ops()
-    assert ops == {"aten._fft_r2c.default": 1, "aten.abs.default": 1, "aten.topk.default": 1}
+    assert ops == {"aten._fft_r2c.default": 1, "aten.abs.default": 1, "aten.cummax.default": 1}
     assert neuronsim.cache_stats()["compiles"] >= 2
 
 

@@ -140,4 +140,14 @@ Values repeat(NodeContext &ctx);
 Values diagonal(NodeContext &ctx);
 Values indexTensor(NodeContext &ctx);
 
+// AtenStrided.cpp
+Values asStrided(NodeContext &ctx);
+Values asStridedScatter(NodeContext &ctx);
+Values unfold(NodeContext &ctx);
+Values narrowCopy(NodeContext &ctx);
+Values unbindCopy(NodeContext &ctx);
+Values sliceScatter(NodeContext &ctx);
+Values selectScatter(NodeContext &ctx);
+Values diagonalScatter(NodeContext &ctx);
+
 } // namespace neuron::compiler::aten

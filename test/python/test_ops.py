@@ -1175,6 +1175,18 @@ TESTED_ELSEWHERE = {
     "aten.randn.default",
     "aten.randn_like.default",
     "aten.uniform.default",
+    # test_more_ops.py: strided views and their scatters
+    "aten.as_strided.default",
+    "aten.as_strided_copy.default",
+    "aten.as_strided_scatter.default",
+    "aten.diagonal_scatter.default",
+    "aten.narrow_copy.default",
+    "aten.permute_copy.default",
+    "aten.select_scatter.default",
+    "aten.slice_scatter.default",
+    "aten.unbind_copy.int",
+    "aten.unfold.default",
+    "aten.view_copy.default",
 }
 
 

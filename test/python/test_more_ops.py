@@ -1,9 +1,12 @@
 """Strided views and their scatters (as_strided, unfold, the *_copy views, slice_scatter,
-select_scatter, diagonal_scatter, as_strided_scatter), compiled against eager.
+select_scatter, diagonal_scatter, as_strided_scatter), inverse trigonometric and hyperbolic
+functions, atan2, hypot, fmin, fmax and logical_xor, compiled against eager.
 
 Ops that Dynamo and the decompositions leave in graphs are compiled with torch.compile (the
 graph is checked to contain them); the others run as a one-node FX graph given straight to
-the compiler. Data movement is exact: results must equal eager's bit for bit.
+the compiler. Data movement is exact: results must equal eager's bit for bit. Functions
+match eager within rtol 1.3e-4 in fp32 (1.6e-2 in bf16), NaN where eager has NaN, and the
+sign of eager's zeros.
 """
 
 from __future__ import annotations
@@ -221,3 +224,105 @@ def test_slice_scatter_in_training(monkeypatch):
         torch.testing.assert_close(q.grad, p.grad, rtol=1e-4, atol=1e-5, msg=name)
     assert torch.equal(compiled._orig_mod.pos.grad[11:], torch.zeros(6, 24))
 
+
+# --- Inverse trigonometric and hyperbolic functions, hypot, fmin/fmax, logical_xor ---------
+
+INF, NAN = float("inf"), float("nan")
+EDGES = [0.0, -0.0, 1.0, -1.0, 1e-30, -1e-7, 0.5, 2.0, -2.0, 1e10, -1e30, INF, -INF, NAN]
+
+
+def _values(low: float, high: float) -> torch.Tensor:
+    """A [7, 131] grid of values from low to high, then the edge values."""
+    grid = torch.linspace(low, high, 7 * 131 - len(EDGES))
+    return torch.cat([grid, torch.tensor(EDGES)]).reshape(7, 131)
+
+
+UNARY = [
+    ("atan", torch.atan, (-30.0, 30.0)),
+    ("asin", torch.asin, (-1.0, 1.0)),
+    ("acos", torch.acos, (-1.0, 1.0)),
+    ("asinh", torch.asinh, (-1e4, 1e4)),
+    ("asinh_small", torch.asinh, (-1e-3, 1e-3)),
+    ("acosh", torch.acosh, (1.0, 1e4)),
+    ("acosh_near_one", torch.acosh, (1.0, 1.001)),
+]
+# fp32: max |compiled - eager| / max |eager| with NaN where eager has NaN; each element also
+# within rtol 1.3e-4 (and tiny atol) of eager.
+RTOL = {torch.float32: 1.3e-4, torch.bfloat16: 1.6e-2}
+
+
+def _close(actual, expected, dtype, signed_zero: bool = True) -> None:
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    torch.testing.assert_close(actual, expected, rtol=RTOL[dtype], atol=1e-6, equal_nan=True)
+    if not signed_zero:  # fmin(0, -0) may be either zero
+        return
+    zeros = expected == 0
+    assert torch.equal(actual[zeros].signbit(), expected[zeros].signbit()), "sign of zero"
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize(("fn", "domain"), [pytest.param(*c[1:], id=c[0]) for c in UNARY])
+def test_inverse_function(fn, domain, dtype):
+    x = _values(*domain).to(dtype)
+    _close(_compile(lambda t: fn(t))(x), fn(x), dtype)
+
+
+def test_inverse_functions_odd_shapes_in_one_graph():
+    def f(a, b):
+        acosh = torch.acosh(a.abs() + 1)
+        return torch.atan(a) + torch.asin(b), torch.acos(b) * torch.asinh(a), acosh
+
+    a, b = torch.randn(130, 7) * 5, torch.rand(130, 7) * 2 - 1
+    for got, want in zip(_compile(f)(a, b), f(a, b), strict=True):
+        _close(got, want, torch.float32)
+
+
+def _pairs() -> tuple[torch.Tensor, torch.Tensor]:
+    """Every pair of edge values, then random pairs: [2, n] each."""
+    edges = torch.tensor(EDGES + [3.0, -3.0, 1e-38, 5e-39])
+    y, x = torch.meshgrid(edges, edges, indexing="ij")
+    y, x = y.flatten(), x.flatten()
+    ry, rx = torch.randn(2, 200) * 10
+    return torch.stack([y, ry.repeat(2)[: y.numel()]]), torch.stack([x, rx.repeat(2)[: x.numel()]])
+
+
+BINARY = [
+    ("atan2", torch.atan2),
+    ("hypot", torch.hypot),
+    ("fmin", torch.fmin),
+    ("fmax", torch.fmax),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("fn", [pytest.param(c[1], id=c[0]) for c in BINARY])
+def test_binary_function_on_edge_values(fn, dtype):
+    torch.manual_seed(0)
+    y, x = (t.to(dtype) for t in _pairs())
+    signed_zero = fn not in (torch.fmin, torch.fmax)
+    _close(_compile(lambda a, b: fn(a, b))(y, x), fn(y, x), dtype, signed_zero)
+
+
+def test_binary_functions_broadcast_and_take_integers():
+    def f(a, b, i, j):
+        return torch.atan2(a, b), torch.hypot(b, a), torch.fmax(a, b), torch.fmin(i, j)
+
+    a, b = torch.randn(3, 1, 129), torch.randn(5, 1)
+    i, j = torch.randint(-9, 9, (4, 5)), torch.randint(-9, 9, (5,))
+    for got, want in zip(_compile(f)(a, b, i, j), f(a, b, i, j), strict=True):
+        if want.is_floating_point():
+            _close(got, want, torch.float32, signed_zero=False)
+        else:
+            assert torch.equal(got, want)
+
+
+def test_logical_xor():
+    def f(a, b, m, n):
+        return torch.logical_xor(a, b), torch.logical_xor(m, n), torch.logical_xor(a, m)
+
+    a = torch.tensor([[0.0, -0.0, 1.0, NAN, -2.0, 0.0]]).expand(3, 6).contiguous()
+    b = torch.tensor([0.0, 1.0, 0.0, 0.0, 3.0, NAN])
+    m = torch.randint(0, 2, (3, 6)).bool()
+    n = torch.randint(-2, 3, (6,))
+    for got, want in zip(_compile(f)(a, b, m, n), f(a, b, m, n), strict=True):
+        assert got.dtype == torch.bool and torch.equal(got, want)

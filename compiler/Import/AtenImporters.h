@@ -151,4 +151,26 @@ Values nanmedian(NodeContext &ctx);
 Values nanmedianDim(NodeContext &ctx);
 Values mode(NodeContext &ctx);
 
+// AtenStrided.cpp
+Values asStrided(NodeContext &ctx);
+Values asStridedScatter(NodeContext &ctx);
+Values unfold(NodeContext &ctx);
+Values narrowCopy(NodeContext &ctx);
+Values unbindCopy(NodeContext &ctx);
+Values sliceScatter(NodeContext &ctx);
+Values selectScatter(NodeContext &ctx);
+Values diagonalScatter(NodeContext &ctx);
+
+// AtenTrig.cpp
+Values atanOp(NodeContext &ctx);
+Values asinOp(NodeContext &ctx);
+Values acosOp(NodeContext &ctx);
+Values atan2Op(NodeContext &ctx);
+Values asinhOp(NodeContext &ctx);
+Values acoshOp(NodeContext &ctx);
+Values hypotOp(NodeContext &ctx);
+Values fminOp(NodeContext &ctx);
+Values fmaxOp(NodeContext &ctx);
+Values logicalXor(NodeContext &ctx);
+
 } // namespace neuron::compiler::aten

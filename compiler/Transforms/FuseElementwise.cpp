@@ -173,7 +173,16 @@ void Fuser::outline(Group &g) {
         if (!g.members.contains(user))
           results.insert(r);
   }
+  // After the last member and the last input's definition: an earlier group's outlining
+  // may have moved either past the ops the group was formed from.
   Operation *last = g.ops.back();
+  for (Operation *op : g.ops)
+    if (last->isBeforeInBlock(op))
+      last = op;
+  for (Value in : inputs)
+    if (Operation *def = in.getDefiningOp())
+      if (def->getBlock() == last->getBlock() && last->isBeforeInBlock(def))
+        last = def;
   OpBuilder b(last->getContext());
   b.setInsertionPointAfter(last);
   SmallVector<Type> resultTypes;

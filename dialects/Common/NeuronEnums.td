@@ -12,7 +12,7 @@ def Neuron_ActFunc : I32EnumAttr<"ActFunc", "Scalar-engine activation function",
   I32EnumAttrCase<"gelu", 9>, I32EnumAttrCase<"gelu_tanh", 10>, I32EnumAttrCase<"silu", 11>,
   I32EnumAttrCase<"square", 12>, I32EnumAttrCase<"abs", 13>, I32EnumAttrCase<"neg", 14>,
   I32EnumAttrCase<"reciprocal", 15>, I32EnumAttrCase<"sin", 16>, I32EnumAttrCase<"cos", 17>,
-  I32EnumAttrCase<"softplus", 18>
+  I32EnumAttrCase<"softplus", 18>, I32EnumAttrCase<"arctan", 19>
 ]> {
   let cppNamespace = "::neuron";
 }

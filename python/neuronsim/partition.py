@@ -99,6 +99,26 @@ def _node_tensors(node: torch.fx.Node) -> list[torch.Tensor]:
     return tensors
 
 
+# Ops that address their input's storage (size, stride, storage offset), which the compiler
+# takes to be the input's elements in row-major order.
+_STORAGE_OPS = {
+    "aten.as_strided.default",
+    "aten.as_strided_copy.default",
+    "aten.as_strided_scatter.default",
+}
+
+
+def _reads_storage_of_a_view(node: torch.fx.Node) -> bool:
+    """as_strided of a tensor whose storage is not its row-major elements (a transposed or
+    offset view in eager): the compiled graph's input is contiguous, so it would differ."""
+    if target_name(node.target) not in _STORAGE_OPS or not node.args:
+        return False
+    base = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    return isinstance(base, torch.Tensor) and (
+        not base.is_contiguous() or base.storage_offset() != 0
+    )
+
+
 def support_problem(node: torch.fx.Node) -> str | None:
     """Why the compiler cannot take this call_function node, or None if it can.
 
@@ -112,6 +132,8 @@ def support_problem(node: torch.fx.Node) -> str | None:
             return f"{str(tensor.layout).removeprefix('torch.')} tensors"
         if tensor.dtype not in GRAPH_DTYPE_NAMES:
             return f"{str(tensor.dtype).removeprefix('torch.')} tensors"
+    if _reads_storage_of_a_view(node):
+        return "an input that is a non-contiguous or offset view"
     return None
 
 

@@ -39,7 +39,8 @@ const char *const kOpcodeNames[] = {
 const char *const kActFuncNames[] = {
     "identity", "relu",       "exp",  "log",       "tanh",    "sigmoid", "sqrt",
     "rsqrt",    "erf",        "gelu", "gelu_tanh", "silu",    "square",  "abs",
-    "neg",      "reciprocal", "sin",  "cos",       "softplus"};
+    "neg",      "reciprocal", "sin",  "cos",       "softplus",
+    "arctan"};
 const char *const kAluOpNames[] = {"add", "sub", "mul", "div", "max", "min",
                                    "pow", "eq",  "ne",  "lt",  "le",  "gt",
                                    "ge",  "and", "or",  "xor", "mod"};
@@ -51,7 +52,7 @@ static_assert(sizeof(kOpcodeNames) / sizeof(*kOpcodeNames) ==
 static_assert(sizeof(kCollectiveKindNames) / sizeof(*kCollectiveKindNames) ==
               size_t(CollectiveKind::AllToAll) + 1);
 static_assert(sizeof(kActFuncNames) / sizeof(*kActFuncNames) ==
-              size_t(ActFunc::Softplus) + 1);
+              size_t(ActFunc::Arctan) + 1);
 static_assert(sizeof(kAluOpNames) / sizeof(*kAluOpNames) ==
               size_t(AluOp::Mod) + 1);
 

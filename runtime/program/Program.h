@@ -150,7 +150,7 @@ struct CollectiveGroup {
 /// Element functions of the Scalar engine.
 enum class ActFunc : uint8_t { Identity, Relu, Exp, Log, Tanh, Sigmoid, Sqrt, Rsqrt,
                                Erf, Gelu, GeluTanh, Silu, Square, Abs, Neg, Reciprocal,
-                               Sin, Cos, Softplus };
+                               Sin, Cos, Softplus, Arctan };
 /// Arithmetic/logic ops of the Vector and GpSimd engines. Comparisons yield 1 or 0.
 /// Max and Min return NaN if either operand is NaN (torch.maximum/minimum), and a
 /// TensorReduce max/min returns NaN if any element is NaN (torch.amax). On all-integer

@@ -79,6 +79,8 @@ TEST_CASE("activation kernels are accurate against double", "[kernels]") {
       {ActFunc::Softplus,
        [](double x) { return x > 20 ? x : std::log1p(std::exp(x)); }, -110, 40,
        3.5},
+      {ActFunc::Arctan, [](double x) { return std::atan(x); }, -1e6, 1e6, 1.5},
+      {ActFunc::Arctan, [](double x) { return std::atan(x); }, -1e-3, 1e-3, 1.5},
       {ActFunc::Erf, [](double x) { return std::erf(x); }, -8, 8, 3},
       {ActFunc::Erf, [](double x) { return std::erf(x); }, -1e-3, 1e-3, 3},
       {ActFunc::Gelu, gelu, -20, 20, 8},
@@ -124,7 +126,7 @@ TEST_CASE("activation kernels are accurate against double", "[kernels]") {
 
 TEST_CASE("activation special values follow torch", "[kernels]") {
   const float inf = INFINITY, nan = NAN;
-  for (int f = 0; f <= int(ActFunc::Softplus); ++f) {
+  for (int f = 0; f <= int(ActFunc::Arctan); ++f) {
     INFO(actFuncName(ActFunc(f)));
     CHECK(std::isnan(runAct(ActFunc(f), nan)));
   }
@@ -154,6 +156,12 @@ TEST_CASE("activation special values follow torch", "[kernels]") {
   CHECK(std::isnan(runAct(ActFunc::Silu, -inf))); // -inf * 0, as torch
   CHECK(runAct(ActFunc::Softplus, 30) == 30);
   CHECK(runAct(ActFunc::Softplus, -100) == Approx(3.783506e-44).epsilon(0.02));
+  CHECK(runAct(ActFunc::Arctan, inf) == float(M_PI / 2));
+  CHECK(runAct(ActFunc::Arctan, -inf) == float(-M_PI / 2));
+  CHECK(runAct(ActFunc::Arctan, -1) == float(-M_PI / 4));
+  // The input is x * scale + bias: -0 * 1 + 0 is +0 (the importer keeps -0 by a select).
+  CHECK(!std::signbit(runAct(ActFunc::Arctan, -0.0f)));
+  CHECK(runAct(ActFunc::Arctan, 1) == float(M_PI / 4));
   CHECK(runAct(ActFunc::Relu, -0.5f) == 0);
   CHECK(runAct(ActFunc::Rsqrt, 0) == inf);
 }

@@ -32,6 +32,7 @@ TEST_CASE("opcode, activation and alu names are lower_snake_case",
   CHECK(std::string(opcodeName(Opcode::Iota)) == "iota");
   CHECK(std::string(actFuncName(ActFunc::GeluTanh)) == "gelu_tanh");
   CHECK(std::string(actFuncName(ActFunc::Softplus)) == "softplus");
+  CHECK(std::string(actFuncName(ActFunc::Arctan)) == "arctan");
   CHECK(std::string(aluOpName(AluOp::Mod)) == "mod");
   CHECK(std::string(aluOpName(AluOp::Ge)) == "ge");
 
@@ -40,7 +41,7 @@ TEST_CASE("opcode, activation and alu names are lower_snake_case",
     REQUIRE(parseOpcode(opcodeName(Opcode(i)), op));
     CHECK(int(op) == i);
   }
-  for (int i = 0; i <= int(ActFunc::Softplus); ++i) {
+  for (int i = 0; i <= int(ActFunc::Arctan); ++i) {
     ActFunc f;
     REQUIRE(parseActFunc(actFuncName(ActFunc(i)), f));
     CHECK(int(f) == i);

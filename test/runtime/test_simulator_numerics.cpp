@@ -174,6 +174,7 @@ TEST_CASE("activation functions match torch's definitions", "[numerics]") {
       {ActFunc::Sigmoid, [](double v) { return 1 / (1 + std::exp(-v)); }},
       {ActFunc::Silu, [](double v) { return v / (1 + std::exp(-v)); }},
       {ActFunc::Softplus, [](double v) { return std::log1p(std::exp(v)); }},
+      {ActFunc::Arctan, [](double v) { return std::atan(v); }},
       {ActFunc::Relu, [](double v) { return v > 0 ? v : 0; }},
       {ActFunc::Rsqrt, [](double v) { return 1 / std::sqrt(v); }},
       {ActFunc::Exp, [](double v) { return std::exp(v); }},

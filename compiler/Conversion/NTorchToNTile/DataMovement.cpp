@@ -50,6 +50,30 @@ static LogicalResult lowerScatterWindow(TileEmitter &e, ntorch::ScatterWindowOp 
   return success();
 }
 
+/// One strided read of the input's elements.
+static LogicalResult lowerAsStrided(TileEmitter &e, ntorch::AsStridedOp op) {
+  auto res = tensorType(op.getResult());
+  Value out = e.createResultBuffer(op.getResult(), op.getLoc());
+  if (res.getNumElements() > 0)
+    e.copyStrided(op.getLoc(), e.buffer(op.getInput()), op.getOffset(), op.getStrides(), out,
+                  res.getShape());
+  return success();
+}
+
+/// A copy of the input, then a strided copy of src into the window.
+static LogicalResult lowerInsertStrided(TileEmitter &e, ntorch::InsertStridedOp op) {
+  auto in = tensorType(op.getInput()), src = tensorType(op.getSrc());
+  Location loc = op.getLoc();
+  Value out = e.createResultBuffer(op.getResult(), loc);
+  if (in.getNumElements() > 0)
+    e.copyStrided(loc, e.buffer(op.getInput()), 0, contiguousStrides(in.getShape()), out,
+                  in.getShape());
+  if (src.getNumElements() > 0)
+    e.copyStrided(loc, e.buffer(op.getSrc()), 0, contiguousStrides(src.getShape()), out,
+                  op.getOffset(), op.getStrides(), src.getShape());
+  return success();
+}
+
 static LogicalResult lowerConcat(TileEmitter &e, ntorch::ConcatOp op) {
   auto res = tensorType(op.getResult());
   SmallVector<int64_t> outStrides = contiguousStrides(res.getShape());
@@ -166,6 +190,8 @@ LogicalResult lowerDataMovement(TileEmitter &e, Operation *op) {
       .Case([&](ntorch::SliceOp s) { return lowerSlice(e, s); })
       .Case([&](ntorch::ConcatOp c) { return lowerConcat(e, c); })
       .Case([&](ntorch::ScatterWindowOp w) { return lowerScatterWindow(e, w); })
+      .Case([&](ntorch::AsStridedOp a) { return lowerAsStrided(e, a); })
+      .Case([&](ntorch::InsertStridedOp i) { return lowerInsertStrided(e, i); })
       .Case([&](ntorch::PadOp p) { return lowerPad(e, p); })
       .Case([&](ntorch::GatherRowsOp g) { return lowerGatherRows(e, g); })
       .Case([&](ntorch::CollectiveOp c) { return lowerCollective(e, c); })

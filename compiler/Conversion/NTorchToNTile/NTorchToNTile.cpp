@@ -192,12 +192,13 @@ LogicalResult rejectUntileableShapes(ModuleOp module) {
         }
       // Empty tensors lower to nothing. An op that makes a non-empty result from an empty
       // operand (a sum over an empty dim is 0 in eager, an amax an error) would leave its
-      // result unwritten; only a concat, which copies each operand, is exact.
+      // result unwritten; only a concat, which copies each operand, and an insert_strided,
+      // which copies its input and then its (empty) window, are exact.
       auto empty = [](Type t) {
         auto shaped = dyn_cast<ShapedType>(t);
         return shaped && shaped.getNumElements() == 0;
       };
-      if (!isa<ntorch::ConcatOp>(op) && llvm::any_of(op->getOperandTypes(), empty) &&
+      if (!isa<ntorch::ConcatOp, ntorch::InsertStridedOp>(op) && llvm::any_of(op->getOperandTypes(), empty) &&
           !llvm::all_of(op->getResultTypes(), empty)) {
         op->emitError("'") << op->getName()
                            << "' computes a non-empty result from an empty tensor, which "
@@ -247,7 +248,8 @@ struct ConvertNTorchToNTilePass
           patterns, converter, *t, state, lowerElementwise);
       addFamily<ntorch::ConstantOp, ntorch::ReshapeOp, ntorch::PermuteOp, ntorch::BroadcastOp,
                 ntorch::SliceOp, ntorch::ConcatOp, ntorch::ScatterWindowOp, ntorch::PadOp,
-                ntorch::GatherRowsOp, ntorch::CollectiveOp, ntorch::RandomOp>(
+                ntorch::GatherRowsOp, ntorch::CollectiveOp, ntorch::RandomOp,
+                ntorch::AsStridedOp, ntorch::InsertStridedOp>(
           patterns, converter, *t, state, lowerDataMovement);
       addFamily<ntorch::ReduceOp>(patterns, converter, *t, state, lowerReduction);
       addFamily<ntorch::Conv2dOp, ntorch::Pool2dOp>(patterns, converter, *t, state, lowerWindow);

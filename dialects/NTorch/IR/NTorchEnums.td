@@ -12,7 +12,8 @@ def NTorch_UnaryFn : I32EnumAttr<"UnaryFn", "elementwise function of one operand
   I32EnumAttrCase<"rsqrt", 6>, I32EnumAttrCase<"erf", 7>, I32EnumAttrCase<"gelu", 8>,
   I32EnumAttrCase<"gelu_tanh", 9>, I32EnumAttrCase<"silu", 10>, I32EnumAttrCase<"square", 11>,
   I32EnumAttrCase<"abs", 12>, I32EnumAttrCase<"neg", 13>, I32EnumAttrCase<"reciprocal", 14>,
-  I32EnumAttrCase<"sin", 15>, I32EnumAttrCase<"cos", 16>, I32EnumAttrCase<"softplus", 17>
+  I32EnumAttrCase<"sin", 15>, I32EnumAttrCase<"cos", 16>, I32EnumAttrCase<"softplus", 17>,
+  I32EnumAttrCase<"arctan", 18>
 ]> {
   let cppNamespace = "::neuron::ntorch";
 }

@@ -541,6 +541,60 @@ LogicalResult ScatterWindowOp::verify() {
   return success();
 }
 
+/// A strided window of `shape` at `offset` + i[d] * strides[d] into `elements` contiguous
+/// elements: one stride per dim, non-negative, every address inside; with `distinct`,
+/// no two window elements share an address (sorted by stride, each dim longer than one
+/// steps past the extent of the dims below it: sufficient, and true of every view).
+static LogicalResult verifyStridedWindow(Operation *op, ArrayRef<int64_t> shape, int64_t offset,
+                                         ArrayRef<int64_t> strides, int64_t elements,
+                                         bool distinct) {
+  if (strides.size() != shape.size())
+    return op->emitOpError("expects ") << shape.size() << " strides, got " << strides.size();
+  if (offset < 0)
+    return op->emitOpError("offset ") << offset << " is negative";
+  if (llvm::any_of(strides, [](int64_t s) { return s < 0; }))
+    return op->emitOpError("strides ") << shapeStr(strides) << " must be non-negative";
+  if (llvm::is_contained(shape, 0))
+    return success();
+  int64_t last = offset;
+  for (auto [size, stride] : llvm::zip(shape, strides))
+    last += (size - 1) * stride;
+  if (last >= elements)
+    return op->emitOpError("window reaches element ")
+           << last << " of a tensor of " << elements << " elements";
+  if (!distinct)
+    return success();
+  SmallVector<std::pair<int64_t, int64_t>> dims; // (stride, size) of dims longer than one
+  for (auto [size, stride] : llvm::zip(shape, strides))
+    if (size > 1)
+      dims.push_back({stride, size});
+  llvm::sort(dims);
+  int64_t extent = 1; // addresses spanned by the dims with smaller strides
+  for (auto [stride, size] : dims) {
+    if (stride < extent)
+      return op->emitOpError("window elements overlap: stride ")
+             << stride << " is below the extent " << extent << " of the smaller strides";
+    extent = stride * (size - 1) + extent;
+  }
+  return success();
+}
+
+LogicalResult AsStridedOp::verify() {
+  auto in = tensorType(getInput()), res = tensorType(getResult());
+  if (in.getElementType() != res.getElementType())
+    return emitOpError("result element type differs from the input's");
+  return verifyStridedWindow(*this, res.getShape(), getOffset(), getStrides(),
+                             in.getNumElements(), /*distinct=*/false);
+}
+
+LogicalResult InsertStridedOp::verify() {
+  auto in = tensorType(getInput()), src = tensorType(getSrc());
+  if (in.getElementType() != src.getElementType())
+    return emitOpError("src element type differs from the input's");
+  return verifyStridedWindow(*this, src.getShape(), getOffset(), getStrides(),
+                             in.getNumElements(), /*distinct=*/true);
+}
+
 LogicalResult ConcatOp::verify() {
   auto res = tensorType(getResult());
   int64_t dim = getDim(), total = 0;

@@ -218,6 +218,47 @@ def NTorch_ScatterWindowOp : NTorch_Op<"scatter_window", [Pure]> {
   let hasVerifier = 1;
 }
 
+def NTorch_AsStridedOp : NTorch_Op<"as_strided", [Pure]> {
+  let summary = "elements of the contiguous input at linear addresses (aten.as_strided, unfold)";
+  let description = [{
+    `result[i...] = flat(input)[offset + sum_d i[d] * strides[d]]`: a strided read of the
+    input's elements in row-major order. Strides are non-negative (0 repeats an element);
+    every address must be inside the input.
+    ```mlir
+    %r = ntorch.as_strided %x offset 1 strides [2, 1] : tensor<4x9xf32> -> tensor<4x3xf32>
+    ```
+  }];
+  let arguments = (ins NTorch_Tensor:$input, I64Attr:$offset, DenseI64ArrayAttr:$strides);
+  let results = (outs NTorch_Tensor:$result);
+  let assemblyFormat = [{
+    $input `offset` $offset `strides` $strides attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def NTorch_InsertStridedOp : NTorch_Op<"insert_strided",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "the input with a strided window replaced by src (aten.slice_scatter, ...)";
+  let description = [{
+    `result = input`, then `flat(result)[offset + sum_d i[d] * strides[d]] = src[i...]`:
+    the scatter counterpart of ntorch.as_strided (slice_scatter, select_scatter,
+    diagonal_scatter, as_strided_scatter). The window's addresses must be inside the input
+    and distinct (strides of dims longer than one positive, each at least the extent of the
+    dims with smaller strides).
+    ```mlir
+    %r = ntorch.insert_strided %src into %x offset 2 strides [9, 1] : tensor<4x3xf32> into tensor<4x9xf32>
+    ```
+  }];
+  let arguments = (ins NTorch_Tensor:$input, NTorch_Tensor:$src, I64Attr:$offset,
+                       DenseI64ArrayAttr:$strides);
+  let results = (outs NTorch_Tensor:$result);
+  let assemblyFormat = [{
+    $src `into` $input `offset` $offset `strides` $strides attr-dict `:` type($src) `into`
+    type($input)
+  }];
+  let hasVerifier = 1;
+}
+
 def NTorch_GatherRowsOp : NTorch_Op<"gather_rows", [Pure]> {
   let summary = "rows of a table picked by integer indices (aten.embedding, aten.index_select)";
   let description = [{

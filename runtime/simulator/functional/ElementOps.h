@@ -230,6 +230,8 @@ template <class T, class Body> void withActFunc(ActFunc fn, Body &&body) {
     return body([](T x) { return T(std::cos(x)); });
   case ActFunc::Softplus: // torch softplus, beta = 1, threshold = 20
     return body([](T x) { return x > T(20) ? x : T(std::log1p(std::exp(x))); });
+  case ActFunc::Arctan:
+    return body([](T x) { return T(std::atan(x)); });
   }
 }
 

@@ -344,6 +344,8 @@ NEURON_AI void activationBody(ActFunc f, const float *in, float *out,
     NEURON_ACT_SCALAR(std::cos(x));
   case ActFunc::Softplus:
     NEURON_ACT_EXP(-87.0f, inf, vsoftplus<kSafe>(x));
+  case ActFunc::Arctan:
+    NEURON_ACT_SCALAR(std::atan(x));
   }
 #undef NEURON_ACT
 #undef NEURON_ACT_SCALAR

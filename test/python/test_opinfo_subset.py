@@ -16,7 +16,8 @@ _spec = importlib.util.spec_from_file_location("opinfo_sweep", _SWEEP)
 sweep = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(sweep)
 
-# Spread over elementwise, reductions, shapes, indexing, normalization and linear algebra.
+# Spread over elementwise, reductions, shapes, indexing, normalization, linear algebra,
+# random ops (whose OpInfo wrappers fork the accelerator's RNG state) and item.
 OPS = [
     "abs", "add", "addcmul", "addmm", "amax", "argmax", "bmm", "cat", "clamp",
     "cos", "cumsum", "div.no_rounding_mode", "exp", "flip", "gather",
@@ -24,6 +25,7 @@ OPS = [
     "mul", "nn.functional.gelu", "nn.functional.layer_norm", "nn.functional.relu",
     "nn.functional.silu", "permute", "pow", "prod", "repeat", "rsqrt", "sigmoid", "sign",
     "softmax", "sqrt", "stack", "sum", "tanh", "transpose", "tril", "trunc", "where",
+    "item", "uniform", "atan2", "slice_scatter",
 ]
 
 

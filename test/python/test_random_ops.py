@@ -179,3 +179,17 @@ def test_dropout_on_two_physical_cores_draws_different_numbers_per_core():
     # No repeated block of rows either: the halves are independent.
     agree = (first == second).float().mean().item()
     assert _within(agree, 0.5, math.sqrt(0.25 / first.numel()))
+
+
+def test_fork_rng_inside_a_compiled_function():
+    # fork_rng saves and restores the accelerator's (neuron's) RNG state too; inside a traced
+    # function those calls must run for real, not on fake tensors.
+    def f(x):
+        with torch.random.fork_rng():
+            torch.manual_seed(0)
+            noise = torch.rand(x.shape)
+        return x * 2 + noise
+
+    x = torch.ones(64)
+    got = _compile(f)(x)
+    assert ((got >= 2) & (got < 3)).all()

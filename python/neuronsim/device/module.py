@@ -187,6 +187,20 @@ def set_rng_state_all(states: list[torch.Tensor]) -> None:
 # Memory: the simulated HBM of each device (the target's HBM per core).
 
 
+def _outside_dynamo() -> None:
+    """The RNG state functions run eagerly: torch.random.fork_rng calls them for the current
+    accelerator inside functions that Dynamo traces, where the state would be a fake tensor
+    (set_state on it asserts). Called there, they break the graph and run for real."""
+    import torch._dynamo
+
+    for name in ("get_rng_state", "set_rng_state", "get_rng_state_all", "set_rng_state_all",
+                 "manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed"):
+        globals()[name] = torch._dynamo.disable(globals()[name], recursive=True)
+
+
+_outside_dynamo()
+
+
 def memory_allocated(device: Any = None) -> int:
     """Bytes of device memory held by live tensors."""
     return hbm.memory_stats(_index(device))[0]

@@ -437,26 +437,12 @@ void Simulation::issue(size_t index, const Step &s, const int64_t *iv) {
   const double ready = waitsSatisfied(index, inst, iv);
   double start = std::max(queueFree_[q], ready);
   double end, complete;
-  if (s.eng == Engine::Collective) {
+  const bool collective = s.eng == Engine::Collective;
+  if (collective) {
     // Runs (data included) here, in program order, on every rank alike.
     end = complete = runCollective(index, inst, start);
     engineBusy_[size_t(s.eng)] += end - start;
-    queueFree_[q] = end;
-    complete_[q].push_back(complete);
-    stats_.queueBusyNs[q] += end - start;
-    stats_.simNs = std::max(stats_.simNs, complete);
-    if (opts_.timeline)
-      opts_.timeline->push_back(
-          {uint32_t(index), uint16_t(q), start, end, complete});
-    if (opts_.originBusyNs) {
-      std::vector<double> &busy = *opts_.originBusyNs;
-      busy[std::min<size_t>(inst.origin, busy.size() - 1)] += end - start;
-    }
-    if (hazards_)
-      hazards_->access(index, iv, start, complete);
-    return;
-  }
-  if (s.eng == Engine::Dma) {
+  } else if (s.eng == Engine::Dma) {
     timeDma(q, s, start, end);
     complete = end;
   } else {
@@ -467,7 +453,7 @@ void Simulation::issue(size_t index, const Step &s, const int64_t *iv) {
   complete_[q].push_back(complete);
   stats_.queueBusyNs[q] += end - start;
   stats_.simNs = std::max(stats_.simNs, complete);
-  if (coverage_)
+  if (coverage_ && !collective) // what other queues do beside collectives
     coverage_->add(start, end);
   if (opts_.timeline)
     opts_.timeline->push_back(
@@ -478,7 +464,7 @@ void Simulation::issue(size_t index, const Step &s, const int64_t *iv) {
   }
   if (hazards_)
     hazards_->access(index, iv, start, complete);
-  if (exec_)
+  if (exec_ && !collective) // the hook moved a collective's data
     execute(index, inst, s, iv);
 }
 

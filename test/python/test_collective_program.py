@@ -2,38 +2,11 @@
 collective engine: the data moves between the ranks' processes through gloo, the ranks'
 clocks meet, and compute that does not need the result overlaps the communication."""
 
-import os
-import socket
-import time
-
 import pytest
 import torch
-import torch.multiprocessing as mp
 
 import collective_program_workers as workers
-
-TIMEOUT_S = 240
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _run(fn, world: int, tmp_path, *extra) -> list[dict]:
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    context = mp.start_processes(
-        fn, args=(world, _free_port(), str(tmp_path), *extra), nprocs=world, join=False,
-        start_method="spawn",
-    )  # fmt: skip
-    deadline = time.monotonic() + TIMEOUT_S
-    while not context.join(timeout=5):
-        if time.monotonic() > deadline:
-            for process in context.processes:
-                process.kill()
-            pytest.fail(f"{fn.__name__} on {world} ranks did not finish in {TIMEOUT_S} s")
-    return [torch.load(os.path.join(tmp_path, f"rank{r}.pt")) for r in range(world)]
+from test_distributed import _run  # one process per rank, loopback gloo, bounded time
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])

@@ -17,19 +17,6 @@ namespace neuron::compiler {
 
 namespace {
 
-/// The buffer a value views (through reinterpret and view ops).
-Value rootBuffer(Value v) {
-  while (Operation *def = v.getDefiningOp()) {
-    if (auto r = dyn_cast<ntile::ReinterpretOp>(def))
-      v = r.getSource();
-    else if (auto view = dyn_cast<ntile::ViewOp>(def))
-      v = view.getSource();
-    else
-      break;
-  }
-  return v;
-}
-
 /// Does `op` (or an op nested in it) write memory whose root buffer is `buffer`?
 bool writes(Operation *op, Value buffer) {
   bool found = false;
@@ -41,7 +28,7 @@ bool writes(Operation *op, Value buffer) {
     effects.getEffects(list);
     for (const auto &effect : list)
       if (isa<MemoryEffects::Write>(effect.getEffect()) && effect.getValue() &&
-          rootBuffer(effect.getValue()) == buffer)
+          ntile::getRootBuffer(effect.getValue()) == buffer)
         found = true;
   });
   return found;
@@ -75,7 +62,8 @@ bool hoistFrom(ntile::LoopOp loop) {
       }
     }
     if (!invariant || !load || usesLevel(load.getSourceAp(), level) ||
-        usesLevel(load.getTargetAp(), level) || writes(loop, rootBuffer(load.getSource())) ||
+        usesLevel(load.getTargetAp(), level) ||
+        writes(loop, ntile::getRootBuffer(load.getSource())) ||
         ntile::getMemSpace(cast<MemRefType>(load.getSource().getType())) != MemSpace::hbm)
       continue;
     // Terms of outer loops stay valid outside this one; the tile stays on the physical

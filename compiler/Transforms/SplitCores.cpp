@@ -39,19 +39,6 @@ namespace neuron::compiler {
 
 namespace {
 
-/// The buffer a value aliases (through reinterpret and view ops).
-Value rootBuffer(Value v) {
-  while (Operation *def = v.getDefiningOp()) {
-    if (auto r = dyn_cast<ntile::ReinterpretOp>(def))
-      v = r.getSource();
-    else if (auto view = dyn_cast<ntile::ViewOp>(def))
-      v = view.getSource();
-    else
-      break;
-  }
-  return v;
-}
-
 bool onChip(Value v) {
   auto t = dyn_cast<MemRefType>(v.getType());
   return t && ntile::getMemSpace(t) != MemSpace::hbm;
@@ -132,7 +119,7 @@ bool isParallel(ntile::LoopOp loop) {
   bool ok = true;
   loop.walk([&](Operation *op) {
     for (Value operand : op->getOperands())
-      if (onChip(operand) && !body.isAncestor(rootBuffer(operand).getParentRegion()))
+      if (onChip(operand) && !body.isAncestor(ntile::getRootBuffer(operand).getParentRegion()))
         ok = false; // a tile from outside the nest
     for (NamedAttribute attr : op->getAttrs())
       if (auto ap = dyn_cast<ntile::AccessPatternAttr>(attr.getValue()))
@@ -148,7 +135,7 @@ bool isParallel(ntile::LoopOp loop) {
       Value v = effect.getValue();
       if (!v || onChip(v))
         continue;
-      Value root = rootBuffer(v);
+      Value root = ntile::getRootBuffer(v);
       if (isa<MemoryEffects::Read>(effect.getEffect())) {
         reads.insert(root);
         continue;

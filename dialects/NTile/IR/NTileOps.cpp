@@ -269,3 +269,15 @@ LogicalResult RandomOp::verify() {
     return emitOpError("stream must be in [0, 2^53)");
   return success();
 }
+
+Value neuron::ntile::getRootBuffer(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (auto r = dyn_cast<ReinterpretOp>(def))
+      v = r.getSource();
+    else if (auto view = dyn_cast<ViewOp>(def))
+      v = view.getSource();
+    else
+      break;
+  }
+  return v;
+}

@@ -8,3 +8,8 @@
 
 #define GET_OP_CLASSES
 #include "dialects/NTile/IR/NTileOps.h.inc"
+
+namespace neuron::ntile {
+/// The buffer a value views or reinterprets (through ntile.reinterpret and ntile.view).
+mlir::Value getRootBuffer(mlir::Value v);
+} // namespace neuron::ntile

@@ -140,6 +140,12 @@ Values repeat(NodeContext &ctx);
 Values diagonal(NodeContext &ctx);
 Values indexTensor(NodeContext &ctx);
 
+// AtenScans.cpp (log-step scans of whole-tensor ops)
+Values cumprod(NodeContext &ctx);
+Values logcumsumexp(NodeContext &ctx);
+Values cummax(NodeContext &ctx);
+Values cummin(NodeContext &ctx);
+
 // AtenSort.cpp (bitonic sorting networks of whole-tensor ops)
 Values sort(NodeContext &ctx);
 Values sortStable(NodeContext &ctx);

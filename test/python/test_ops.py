@@ -1166,6 +1166,11 @@ TESTED_ELSEWHERE = {
     "_c10d_functional.reduce_scatter_tensor.default",
     "_c10d_functional.reduce_scatter_tensor_coalesced.default",
     "_c10d_functional.wait_tensor.default",
+    # test_scan_ops.py: values, indices, NaN, inf and ties; gradients
+    "aten.cummax.default",
+    "aten.cummin.default",
+    "aten.cumprod.default",
+    "aten.logcumsumexp.default",
     # test_random_ops.py: distributions, seeds, dropout in training
     "aten.bernoulli.default",
     "aten.bernoulli.p",

@@ -26,7 +26,13 @@ def flash_attention_kernel(q_t, k_t, v):
     scale = 1.0 / math.sqrt(d)
     o = nl.ndarray((heads, seq, d), dtype=v.dtype, buffer=nl.shared_hbm)
     i_p, i_f = nl.mgrid[0:128, 0:128]
-    for h in nl.affine_range(heads):
+    for h in range(heads):  # unrolled too: tiles of unrolled blocks are freed after use
+        # K^T and V of the head stay in SBUF: [d, seq] and [128, (seq / 128) * d] (block b
+        # of 128 keys in columns b * d ...)
+        k_all = nl.load(k_t[h])
+        v_all = nl.ndarray((128, (seq // 128) * d), dtype=v.dtype, buffer=nl.sbuf)
+        for b in nl.affine_range(seq // 128):
+            v_all[:, nl.ds(b * d, d)] = nl.load(v[h, nl.ds(b * 128, 128), :])
         for qi in range(seq // 128):  # unrolled: each query block sees its own key range
             q0 = qi * 128
             q_tile = nl.load(q_t[h, :, nl.ds(q0, 128)])
@@ -34,10 +40,10 @@ def flash_attention_kernel(q_t, k_t, v):
             l_sum = nl.zeros((128, 1), dtype=nl.float32)
             acc = nl.zeros((128, d), dtype=nl.float32)
 
-            def block(k0, width, masked):
-                k_tile = nl.load(k_t[h, :, nl.ds(k0, width)])
-                s = nisa.nc_matmul(q_tile, k_tile)  # [128 queries, width keys] in PSUM
-                if masked:  # key k0 + f is visible to query q0 + p when p >= f (k0 == q0)
+            def block(kb, width, masked):
+                """Keys [128 * kb, 128 * kb + width) (kb may be a loop expression)."""
+                s = nisa.nc_matmul(q_tile, k_all[:, nl.ds(kb * 128, width)])  # PSUM
+                if masked:  # key 128 kb + f is visible to query q0 + p when p >= f
                     s = nisa.affine_select(i_p - i_f >= 0, s, -math.inf)
                 m_new = nl.maximum(m, nl.max(s, axis=1))
                 p = nisa.activation(op=nl.exp, data=nl.subtract(s, m_new), scale=scale,
@@ -50,16 +56,15 @@ def flash_attention_kernel(q_t, k_t, v):
                 for c in range(width // 128):
                     p_t = nisa.nc_transpose(p[:, c * 128:(c + 1) * 128])
                     p_t = nisa.activation(op=nl.identity, data=p_t, dtype=v.dtype)
-                    v_tile = nl.load(v[h, nl.ds(k0 + c * 128, 128), :])
-                    pv += nisa.nc_matmul(p_t, v_tile)
+                    pv += nisa.nc_matmul(p_t, v_all[:, nl.ds((kb + c) * d, d)])
                 acc[...] = nl.add(nl.multiply(acc, alpha), pv)
 
             wide = q0 // 512
             for j in nl.sequential_range(wide):
-                block(j * 512, 512, False)
+                block(j * 4, 512, False)
             for c in range((q0 - wide * 512) // 128):
-                block(wide * 512 + c * 128, 128, False)
-            block(q0, 128, True)
+                block(wide * 4 + c, 128, False)
+            block(qi, 128, True)
             out = nl.multiply(acc, nl.reciprocal(l_sum), dtype=v.dtype)
             nl.store(o[h, nl.ds(q0, 128), :], value=out)
     return o
@@ -79,8 +84,9 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.
 
 
 def causal_flops(heads: int, seq: int, d: int) -> float:
-    """FLOPs of the causal half of Q K^T and P V (what the kernel needs)."""
-    return 2 * 2 * heads * d * seq * (seq + 128) / 2
+    """FLOPs of the causal half of Q K^T and P V (the kernel also computes the masked half
+    of the diagonal blocks, which is not counted)."""
+    return 2 * 2 * heads * d * seq * seq / 2
 
 
 if __name__ == "__main__":

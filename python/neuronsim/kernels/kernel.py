@@ -31,7 +31,12 @@ class Kernel:
         key = (target, _signature(args), _signature(tuple(sorted(kwargs.items()))))
         traced = self._traces.get(key)
         if traced is None:
-            traced = trace(self.fn, self.name, list(args), kwargs, target)
+            from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+            # (called by the fake implementation under Dynamo's FakeTensorMode: the constant
+            # tiles a kernel makes are real tensors)
+            with unset_fake_temporarily():
+                traced = trace(self.fn, self.name, list(args), kwargs, target)
             self._traces[key] = traced
         return traced
 

@@ -180,3 +180,21 @@ def test_kernel_backward_through_torch_library():
     y.backward()
     torch.testing.assert_close(x.grad, torch.full_like(x, 3.0))
     torch.testing.assert_close(y, (x * 3).sum(), atol=1e-3, rtol=1e-5)
+
+
+def test_engine_choice_moves_work_to_gpsimd_and_scalar():
+    @kernels.jit
+    def spread(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.load(x)
+        a = nisa.tensor_scalar(t, nl.multiply, 2.0, engine=nisa.engine.gpsimd)
+        s = nisa.tensor_reduce(nl.add, a, axis=1, engine=nisa.engine.gpsimd)
+        b = nisa.tensor_tensor(a, s, op=nl.subtract, engine=nisa.engine.gpsimd)
+        nl.store(out, value=nisa.tensor_copy(b, engine=nisa.engine.scalar))
+        return out
+
+    x = torch.randn(128, 256)
+    y = spread(x)
+    torch.testing.assert_close(y, 2 * x - (2 * x).sum(1, keepdim=True), atol=1e-4, rtol=1e-5)
+    busy = neuronsim.last_run_stats()["engine_busy_ns"]
+    assert busy["gpsimd"] > 0 and busy["scalar"] > 0 and busy["vector"] == 0

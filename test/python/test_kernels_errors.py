@@ -195,3 +195,17 @@ def test_errors_inside_torch_compile_name_the_kernel_line():
     with pytest.raises(Exception, match="at most 128") as info:
         torch.compile(lambda x: op(x) * 2, backend="neuron", fullgraph=True)(torch.randn(200, 8))
     assert line_of("MARK_COMPILED") in str(info.value)
+
+
+def test_engine_that_does_not_run_the_instruction():
+    @kernels.jit
+    def on_scalar(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.load(x)
+        y = nisa.tensor_tensor(t, t, op=nl.add, engine=nisa.engine.scalar)  # MARK_ENGINE
+        nl.store(out, value=y)
+        return out
+
+    message = _raises(on_scalar, torch.randn(128, 8), error=kernels.KernelError,
+                      match="tensor_tensor runs on the vector or gpsimd engine, not 'scalar'")
+    assert message.startswith(line_of("MARK_ENGINE"))

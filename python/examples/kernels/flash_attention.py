@@ -19,13 +19,23 @@ from neuronsim.kernels import isa as nisa
 from neuronsim.kernels import language as nl
 
 
+def _run_interleaved(steps) -> None:
+    """Traces several generators round-robin, one stage of each in turn: independent query
+    blocks alternate in every engine's instruction stream, so that one block's dependent
+    chain (matmul, max, exp, transpose, matmul) overlaps another's."""
+    steps = list(steps)
+    while steps:
+        steps = [g for g in steps if next(g, StopIteration) is not StopIteration]
+
+
 @kernels.jit
-def flash_attention_kernel(q_t, k_t, v):
+def flash_attention_kernel(q_t, k_t, v, group: int = 2):
     heads, d, seq = q_t.shape
     assert d <= 128 and seq % 128 == 0, "head dim <= 128, sequence a multiple of 128"
     scale = 1.0 / math.sqrt(d)
     o = nl.ndarray((heads, seq, d), dtype=v.dtype, buffer=nl.shared_hbm)
     i_p, i_f = nl.mgrid[0:128, 0:128]
+    gpsimd, scalar = nisa.engine.gpsimd, nisa.engine.scalar
     for h in range(heads):  # unrolled too: tiles of unrolled blocks are freed after use
         # K^T and V of the head stay in SBUF: [d, seq] and [128, (seq / 128) * d] (block b
         # of 128 keys in columns b * d ...)
@@ -33,40 +43,71 @@ def flash_attention_kernel(q_t, k_t, v):
         v_all = nl.ndarray((128, (seq // 128) * d), dtype=v.dtype, buffer=nl.sbuf)
         for b in nl.affine_range(seq // 128):
             v_all[:, nl.ds(b * d, d)] = nl.load(v[h, nl.ds(b * 128, 128), :])
-        for qi in range(seq // 128):  # unrolled: each query block sees its own key range
-            q0 = qi * 128
-            q_tile = nl.load(q_t[h, :, nl.ds(q0, 128)])
-            m = nl.full((128, 1), -math.inf, dtype=nl.float32)
-            l_sum = nl.zeros((128, 1), dtype=nl.float32)
-            acc = nl.zeros((128, d), dtype=nl.float32)
 
-            def block(kb, width, masked):
-                """Keys [128 * kb, 128 * kb + width) (kb may be a loop expression)."""
-                s = nisa.nc_matmul(q_tile, k_all[:, nl.ds(kb * 128, width)])  # PSUM
-                if masked:  # key 128 kb + f is visible to query q0 + p when p >= f
-                    s = nisa.affine_select(i_p - i_f >= 0, s, -math.inf)
-                m_new = nl.maximum(m, nl.max(s, axis=1))
-                p = nisa.activation(op=nl.exp, data=nl.subtract(s, m_new), scale=scale,
-                                    dtype=v.dtype)
-                alpha = nisa.activation(op=nl.exp, data=nl.subtract(m, m_new), scale=scale)
-                l_sum[...] = nl.add(nl.multiply(l_sum, alpha), nl.sum(p, axis=1,
-                                                                      dtype=nl.float32))
-                m[...] = m_new
+        class QueryBlock:
+            """Queries [q0, q0 + 128): their running max, sum and output."""
+
+            def __init__(self, qi):
+                self.qi, self.q0 = qi, qi * 128
+                self.q = nl.load(q_t[h, :, nl.ds(self.q0, 128)])
+                self.m = nl.full((128, 1), -math.inf, dtype=nl.float32)
+                self.l_sum = nl.zeros((128, 1), dtype=nl.float32)
+                self.acc = nl.zeros((128, d), dtype=nl.float32)
+
+            def block(self, kb, width, masked):
+                """Keys [128 kb, 128 kb + width) (kb may be a loop expression); yields
+                between stages. The work is spread over the Vector, GpSimd and Scalar
+                engines."""
+                s = nisa.nc_matmul(self.q, k_all[:, nl.ds(kb * 128, width)])  # PSUM
+                yield
+                if masked:  # key 128 kb + f is visible to query q0 + p when it is <= q0 + p
+                    s = nisa.affine_select(i_p - i_f + (self.q0 - kb * 128) >= 0, s,
+                                           -math.inf)
+                m_new = nl.maximum(self.m, nl.max(s, axis=1))
+                yield
+                shifted = nisa.tensor_tensor(s, m_new, op=nl.subtract, engine=gpsimd)
+                yield
+                p = nisa.activation(op=nl.exp, data=shifted, scale=scale, dtype=v.dtype)
+                alpha = nisa.activation(op=nl.exp, data=nl.subtract(self.m, m_new),
+                                        scale=scale)
+                yield
                 pv = nl.ndarray((128, d), dtype=nl.float32, buffer=nl.psum)
+                # P^T in 128 x 128 blocks, side by side in one PSUM bank
+                p_ts = nl.ndarray((128, width), dtype=nl.float32, buffer=nl.psum)
                 for c in range(width // 128):
-                    p_t = nisa.nc_transpose(p[:, c * 128:(c + 1) * 128])
-                    p_t = nisa.activation(op=nl.identity, data=p_t, dtype=v.dtype)
+                    p_ts[:, c * 128:(c + 1) * 128] = nisa.nc_transpose(
+                        p[:, c * 128:(c + 1) * 128])
+                    yield
+                    p_t = nisa.tensor_copy(p_ts[:, c * 128:(c + 1) * 128], dtype=v.dtype,
+                                           engine=scalar)
+                    yield
                     pv += nisa.nc_matmul(p_t, v_all[:, nl.ds((kb + c) * d, d)])
-                acc[...] = nl.add(nl.multiply(acc, alpha), pv)
+                row_sum = nisa.tensor_reduce(nl.add, p, axis=1, dtype=nl.float32,
+                                             engine=gpsimd)
+                self.l_sum[...] = nisa.tensor_tensor(
+                    nisa.tensor_tensor(self.l_sum, alpha, op=nl.multiply, engine=gpsimd),
+                    row_sum, op=nl.add, engine=gpsimd)
+                self.m[...] = nisa.tensor_copy(m_new, engine=gpsimd)
+                yield
+                self.acc[...] = nl.add(nl.multiply(self.acc, alpha), pv)
 
-            wide = q0 // 512
+            def tail(self, wide):
+                """The key blocks after the first `wide` blocks of 512: 128 at a time up to
+                the diagonal, then the masked diagonal block; then the output."""
+                for c in range((self.q0 - wide * 512) // 128):
+                    yield from self.block(wide * 4 + c, 128, False)
+                yield from self.block(self.qi, 128, True)
+                out = nl.multiply(self.acc, nl.reciprocal(self.l_sum), dtype=v.dtype)
+                nl.store(o[h, nl.ds(self.q0, 128), :], value=out)
+
+        # Query blocks in groups that see the same number of 512-key blocks, interleaved.
+        for first in range(0, seq // 128, group):
+            blocks = [QueryBlock(qi) for qi in range(first, min(first + group, seq // 128))]
+            wides = {qb.q0 // 512 for qb in blocks}
+            wide = min(wides)
             for j in nl.sequential_range(wide):
-                block(j * 4, 512, False)
-            for c in range((q0 - wide * 512) // 128):
-                block(wide * 4 + c, 128, False)
-            block(qi, 128, True)
-            out = nl.multiply(acc, nl.reciprocal(l_sum), dtype=v.dtype)
-            nl.store(o[h, nl.ds(q0, 128), :], value=out)
+                _run_interleaved(qb.block(j * 4, 512, False) for qb in blocks)
+            _run_interleaved(qb.tail(wide) for qb in blocks)
     return o
 
 

@@ -471,26 +471,30 @@ class Emitter:
         names = ", ".join(s[0] for s in srcs)
         types = ", ".join([s[1] for s in srcs] + [dst_t])
         a = op.attrs
+        attrs = []
         if op.kind == "activation":
-            attrs = []
             if a.get("scale", 1.0) != 1.0:
                 attrs.append(f"scale = {f64(a['scale'])}")
             if a.get("bias", 0.0) != 0.0:
                 attrs.append(f"bias = {f64(a['bias'])}")
-            extra = (" {" + ", ".join(attrs) + "}") if attrs else ""
+        if op.kind == "tensor_scalar" and a.get("reverse"):
+            attrs.append("reverse")
+        if a.get("engine") not in (None, "vector"):
+            attrs.append(f'ntile.engine = "{a["engine"]}"')
+        extra = (" {" + ", ".join(attrs) + "}") if attrs else ""
+        if op.kind == "activation":
             text = f"ntile.activation {a['fn']} {names} to {dst}{extra} : {types}"
         elif op.kind == "tensor_tensor":
-            text = f"ntile.tensor_tensor {a['op']} {names} to {dst} : {types}"
+            text = f"ntile.tensor_tensor {a['op']} {names} to {dst}{extra} : {types}"
         elif op.kind == "tensor_scalar":
-            extra = " {reverse}" if a.get("reverse") else ""
             text = (f"ntile.tensor_scalar {a['op']} {names}, {f64(a['scalar'])} to {dst}{extra}"
                     f" : {types}")
         elif op.kind == "copy":
-            text = f"ntile.copy {names} to {dst} : {types}"
+            text = f"ntile.copy {names} to {dst}{extra} : {types}"
         elif op.kind == "reduce":
-            text = f"ntile.reduce {a['op']} {names} to {dst} : {types}"
+            text = f"ntile.reduce {a['op']} {names} to {dst}{extra} : {types}"
         elif op.kind == "select":
-            text = f"ntile.select {names} to {dst} : {types}"
+            text = f"ntile.select {names} to {dst}{extra} : {types}"
         else:  # pragma: no cover
             raise AssertionError(op.kind)
         self.emit_line(env, text, op.source)

@@ -14,6 +14,14 @@ from .tracer import error, tracer
 from .values import TileView, as_tile
 
 
+class engine:  # noqa: N801 (NKI's name)
+    """Engines for the `engine=` argument of the Vector-class instructions."""
+
+    vector = "vector"
+    gpsimd = "gpsimd"
+    scalar = "scalar"  # tensor_copy only (activation always runs on it)
+
+
 def nc_matmul(stationary: Any, moving: Any) -> TileView:
     """Tensor engine: stationary[K, M]^T @ moving[K, N] into a new fp32 PSUM tile [M, N]
     (K, M <= 128, N <= 512). `acc += nisa.nc_matmul(...)` accumulates into the PSUM tile
@@ -55,40 +63,43 @@ def _alu(op: Any, what: str) -> str:
     return op.alu
 
 
-def tensor_tensor(data1: Any, data2: Any, op: Any, dtype: torch.dtype | None = None
-                  ) -> TileView:
-    """Vector engine: data1 <op> data2 (data2 may be a [P, 1] column broadcast along rows)."""
+def tensor_tensor(data1: Any, data2: Any, op: Any, dtype: torch.dtype | None = None,
+                  engine: str | None = None) -> TileView:
+    """Vector engine (or engine=nisa.engine.gpsimd): data1 <op> data2 (data2 may be a [P, 1]
+    column broadcast along rows)."""
     return ops.elementwise(_alu(op, "tensor_tensor"), data1, data2, dtype=dtype,
-                           source=caller_source())
+                           source=caller_source(), engine=engine)
 
 
 def tensor_scalar(data: Any, op0: Any, operand0: Any, reverse0: bool = False,
                   op1: Any = None, operand1: Any = None, reverse1: bool = False,
-                  dtype: torch.dtype | None = None) -> TileView:
+                  dtype: torch.dtype | None = None, engine: str | None = None) -> TileView:
     """Vector engine: (data <op0> operand0) <op1> operand1; an operand is a float or a
     [P, 1] column."""
     source = caller_source()
     r = ops.elementwise(_alu(op0, "tensor_scalar"), data, operand0, reverse=reverse0,
-                        dtype=None if op1 is not None else dtype, source=source)
+                        dtype=None if op1 is not None else dtype, source=source, engine=engine)
     if op1 is not None:
         r = ops.elementwise(_alu(op1, "tensor_scalar"), r, operand1, reverse=reverse1,
-                            dtype=dtype, source=source)
+                            dtype=dtype, source=source, engine=engine)
     return r
 
 
 def tensor_reduce(op: Any, data: Any, axis: Any = 1, dtype: torch.dtype | None = None,
-                  negate: bool = False) -> TileView:
-    """Vector engine: reduce along the free dimension into a [P, 1] tile."""
+                  negate: bool = False, engine: str | None = None) -> TileView:
+    """Vector engine (or GpSimd): reduce along the free dimension into a [P, 1] tile."""
     source = caller_source()
-    r = ops.reduce(_alu(op, "tensor_reduce"), data, axis, dtype, source)
+    r = ops.reduce(_alu(op, "tensor_reduce"), data, axis, dtype, source, engine=engine)
     if negate:
-        r = ops.elementwise("mul", r, -1.0, source=source)
+        r = ops.elementwise("mul", r, -1.0, source=source, engine=engine)
     return r
 
 
-def tensor_copy(src: Any, dtype: torch.dtype | None = None) -> TileView:
-    """Vector engine: a copy (PSUM -> SBUF, or a dtype conversion)."""
-    return ops.copy(src, dtype, caller_source())
+def tensor_copy(src: Any, dtype: torch.dtype | None = None, engine: str | None = None
+                ) -> TileView:
+    """A copy (PSUM -> SBUF, or a dtype conversion) on the Vector engine, or on the Scalar or
+    GpSimd engine with engine=..."""
+    return ops.copy(src, dtype, caller_source(), engine=engine)
 
 
 def memset(shape: Any, value: float, dtype: torch.dtype) -> TileView:
@@ -110,7 +121,7 @@ def iota(expr: Any, dtype: torch.dtype = torch.int32, shape: Any = None) -> Tile
 
 
 def affine_select(pred: Any, on_true_tile: Any, on_false_value: float,
-                  dtype: torch.dtype | None = None) -> TileView:
+                  dtype: torch.dtype | None = None, engine: str | None = None) -> TileView:
     """on_true_tile where the affine predicate over (partition, column) holds, else
     on_false_value. The predicate (from nl.mgrid indices and ints) is evaluated when the
     kernel is traced into a constant mask loaded once; the select runs on the Vector engine."""
@@ -126,4 +137,4 @@ def affine_select(pred: Any, on_true_tile: Any, on_false_value: float,
                            pred.mask(p, f).to(mask_dtype), source)
     fill = t.constant_tile(("fill", float(on_false_value), p, mask_dtype),
                            torch.full((p, 1), float(on_false_value), dtype=mask_dtype), source)
-    return ops.select(TileView.whole(mask), x, TileView.whole(fill), source, dtype)
+    return ops.select(TileView.whole(mask), x, TileView.whole(fill), source, dtype, engine)

@@ -151,9 +151,24 @@ def matmul(stationary: Any, moving: Any, source: Source) -> TileView:
     return _finish(ir.MatmulOp(source, st.region, mv.region, result.region), result)
 
 
+ENGINES = {  # the engines that run each Vector-class op (runtime/simulator/Checks.cpp)
+    "tensor_tensor": ("vector", "gpsimd"),
+    "tensor_scalar": ("vector", "gpsimd"),
+    "reduce": ("vector", "gpsimd"),
+    "select": ("vector", "gpsimd"),
+    "copy": ("vector", "scalar", "gpsimd"),
+}
+
+
 def compute(kind: str, srcs: list[Any], attrs: dict[str, Any], shape: tuple[int, int],
             dtype: torch.dtype | None, source: Source, engine: str,
             allowed: tuple[torch.dtype, ...] | None = None) -> TileView:
+    choice = attrs.get("engine")
+    if choice is not None:
+        if choice not in ENGINES.get(kind, ()):
+            raise error(f"{kind} runs on the {' or '.join(ENGINES.get(kind, ('Scalar',)))} "
+                        f"engine, not {choice!r}", source)
+        engine = f"{choice.capitalize() if choice != 'gpsimd' else 'GpSimd'} engine"
     tiles = [as_tile(s, f"operand {i} of {kind}") for i, s in enumerate(srcs)]
     for tile in tiles:
         if allowed is not None:
@@ -168,9 +183,11 @@ def compute(kind: str, srcs: list[Any], attrs: dict[str, Any], shape: tuple[int,
                    result)
 
 
-def copy(value: Any, dtype: torch.dtype | None, source: Source) -> TileView:
+def copy(value: Any, dtype: torch.dtype | None, source: Source, engine: str | None = None
+         ) -> TileView:
     tile = as_tile(value, "the source of a copy")
-    return compute("copy", [tile], {}, tile.shape, dtype or tile.dtype, source, "Vector engine")
+    return compute("copy", [tile], {"engine": engine}, tile.shape, dtype or tile.dtype, source,
+                   "Vector engine")
 
 
 def activation(fn: str, data: Any, scale: float, bias: Any, dtype: torch.dtype | None,
@@ -198,10 +215,12 @@ def _broadcasts(a: TileView, b: TileView) -> tuple[int, int] | None:
 
 
 def elementwise(op: str, x: Any, y: Any, reverse: bool = False,
-                dtype: torch.dtype | None = None, source: Source | None = None) -> TileView:
+                dtype: torch.dtype | None = None, source: Source | None = None,
+                engine: str | None = None) -> TileView:
     x = as_tile(x, f"the first operand of {op}")
     if isinstance(y, (int, float)) and not isinstance(y, bool):
-        return compute("tensor_scalar", [x], {"op": op, "scalar": float(y), "reverse": reverse},
+        return compute("tensor_scalar", [x],
+                       {"op": op, "scalar": float(y), "reverse": reverse, "engine": engine},
                        x.shape, dtype, source, "Vector engine")
     y = as_tile(y, f"the second operand of {op}")
     shape = _broadcasts(x, y)
@@ -214,24 +233,24 @@ def elementwise(op: str, x: Any, y: Any, reverse: bool = False,
             raise error(f"{op} with the broadcast [P, 1] column first is not supported; "
                         "put the full tile first", source)
         lhs, rhs = rhs, lhs
-    return compute("tensor_tensor", [lhs, rhs], {"op": op}, shape, dtype, source,
-                   "Vector engine")
+    return compute("tensor_tensor", [lhs, rhs], {"op": op, "engine": engine}, shape, dtype,
+                   source, "Vector engine")
 
 
-def reduce(op: str, data: Any, axis: Any, dtype: torch.dtype | None, source: Source
-           ) -> TileView:
+def reduce(op: str, data: Any, axis: Any, dtype: torch.dtype | None, source: Source,
+           engine: str | None = None) -> TileView:
     tile = as_tile(data, f"the data of a {op} reduction")
     if axis not in (1, -1, (1,), [1]):
         raise error(f"reductions run along the free dimension (axis=1), got axis={axis!r}",
                     source)
-    return compute("reduce", [tile], {"op": op}, (tile.shape[0], 1), dtype, source,
-                   "Vector engine")
+    return compute("reduce", [tile], {"op": op, "engine": engine}, (tile.shape[0], 1), dtype,
+                   source, "Vector engine")
 
 
 def select(condition: TileView, on_true: Any, on_false: TileView, source: Source,
-           dtype: torch.dtype | None) -> TileView:
+           dtype: torch.dtype | None, engine: str | None = None) -> TileView:
     on_true = as_tile(on_true, "on_true_tile")
-    return compute("select", [condition, on_true, on_false], {}, on_true.shape,
+    return compute("select", [condition, on_true, on_false], {"engine": engine}, on_true.shape,
                    dtype or on_true.dtype, source, "Vector engine")
 
 

@@ -29,7 +29,7 @@ def _run_interleaved(steps) -> None:
 
 
 @kernels.jit
-def flash_attention_kernel(q_t, k_t, v, group: int = 2):
+def flash_attention_kernel(q_t, k_t, v, group: int = 4):
     heads, d, seq = q_t.shape
     assert d <= 128 and seq % 128 == 0, "head dim <= 128, sequence a multiple of 128"
     scale = 1.0 / math.sqrt(d)
@@ -59,6 +59,7 @@ def flash_attention_kernel(q_t, k_t, v, group: int = 2):
                 between stages. The work is spread over the Vector, GpSimd and Scalar
                 engines."""
                 s = nisa.nc_matmul(self.q, k_all[:, nl.ds(kb * 128, width)])  # PSUM
+                s_psum = s
                 yield
                 if masked:  # key 128 kb + f is visible to query q0 + p when it is <= q0 + p
                     s = nisa.affine_select(i_p - i_f + (self.q0 - kb * 128) >= 0, s,
@@ -72,8 +73,9 @@ def flash_attention_kernel(q_t, k_t, v, group: int = 2):
                                         scale=scale)
                 yield
                 pv = nl.ndarray((128, d), dtype=nl.float32, buffer=nl.psum)
-                # P^T in 128 x 128 blocks, side by side in one PSUM bank
-                p_ts = nl.ndarray((128, width), dtype=nl.float32, buffer=nl.psum)
+                # P^T in 128 x 128 blocks, side by side in the PSUM bank of the scores
+                # (read for the last time by the subtract above)
+                p_ts = s_psum
                 for c in range(width // 128):
                     p_ts[:, c * 128:(c + 1) * 128] = nisa.nc_transpose(
                         p[:, c * 128:(c + 1) * 128])

@@ -198,3 +198,22 @@ def test_engine_choice_moves_work_to_gpsimd_and_scalar():
     torch.testing.assert_close(y, 2 * x - (2 * x).sum(1, keepdim=True), atol=1e-4, rtol=1e-5)
     busy = neuronsim.last_run_stats()["engine_busy_ns"]
     assert busy["gpsimd"] > 0 and busy["scalar"] > 0 and busy["vector"] == 0
+
+
+def test_assignment_redirects_fresh_results_and_converts_loads():
+    @kernels.jit
+    def assign(x):
+        out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        t[...] = nl.load(x)  # a bf16 load into an fp32 tile: a converting copy
+        u = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        u[:, 0:64] = nl.exp(t[:, 0:64])  # the activation writes u's columns directly
+        u[:, 64:128] = t[:, 64:128]  # a copy
+        nl.store(out, value=u)
+        return out
+
+    x = torch.randn(128, 128).to(torch.bfloat16)
+    ir = assign.ir(x)
+    assert ir.count("ntile.copy") == 2 and ir.count("ntile.activation exp") == 1
+    expected = torch.cat([x[:, :64].float().exp(), x[:, 64:].float()], 1)
+    torch.testing.assert_close(assign(x), expected, atol=1e-5, rtol=1e-5)

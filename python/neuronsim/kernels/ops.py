@@ -291,16 +291,17 @@ def assign(target: TileView, value: Any, source: Source) -> None:
         return
     value = as_tile(value, "the assigned value")
     t = tracer()
-    was_written = target.region.tile.written
-    op = _redirect(target, value, source)
+    fresh = t.fresh
+    # A DMA does not convert: a load of another dtype is copied (converted) instead.
+    redirectable = not (fresh is not None and isinstance(fresh[0], ir.DmaOp)
+                        and value.dtype != target.dtype)
+    if fresh is not None and isinstance(fresh[0], ir.MatmulOp) and (
+            fresh[1] is value.region.tile):
+        _matmul_target(target, source)
+    op = _redirect(target, value, source) if redirectable else None
     if op is not None:
-        if isinstance(op, ir.MatmulOp):
-            _matmul_target(target, source)
-        elif value.dtype != target.dtype and target.buffer == "psum":
-            raise error("engines other than the Tensor engine write SBUF here", source)
         t.write(target.region, source)
         return
-    del was_written
     if value.shape != target.shape:
         raise error(f"assigns a tile of shape {list(value.shape)} to a tile region of shape "
                     f"{list(target.shape)}", source)

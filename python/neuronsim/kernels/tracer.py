@@ -10,7 +10,7 @@ from typing import Any, Callable
 import torch
 
 from . import ir
-from .ir import Aff, HbmAccess, KernelError, Source, Tile, TileRegion, caller_source
+from .ir import Aff, KernelError, Source, Tile, TileRegion, caller_source
 
 _current: list[Tracer] = []
 

@@ -86,12 +86,12 @@ def flash_attention_kernel(q_t, k_t, v, group: int = 4):
                     pv += nisa.nc_matmul(p_t, v_all[:, nl.ds((kb + c) * d, d)])
                 row_sum = nisa.tensor_reduce(nl.add, p, axis=1, dtype=nl.float32,
                                              engine=gpsimd)
-                self.l_sum[...] = nisa.tensor_tensor(
-                    nisa.tensor_tensor(self.l_sum, alpha, op=nl.multiply, engine=gpsimd),
-                    row_sum, op=nl.add, engine=gpsimd)
+                self.l_sum[...] = nl.add(nl.multiply(self.l_sum, alpha), row_sum)
                 self.m[...] = nisa.tensor_copy(m_new, engine=gpsimd)
                 yield
-                self.acc[...] = nl.add(nl.multiply(self.acc, alpha), pv)
+                self.acc[...] = nisa.tensor_tensor(
+                    nisa.tensor_tensor(self.acc, alpha, op=nl.multiply, engine=gpsimd), pv,
+                    op=nl.add, engine=gpsimd)
 
             def tail(self, wide):
                 """The key blocks after the first `wide` blocks of 512: 128 at a time up to

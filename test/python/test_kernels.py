@@ -217,3 +217,12 @@ def test_assignment_redirects_fresh_results_and_converts_loads():
     assert ir.count("ntile.copy") == 2 and ir.count("ntile.activation exp") == 1
     expected = torch.cat([x[:, :64].float().exp(), x[:, 64:].float()], 1)
     torch.testing.assert_close(assign(x), expected, atol=1e-5, rtol=1e-5)
+
+
+def test_kernels_on_neuron_device_tensors():
+    x, w = torch.randn(256, 128), torch.randn(128)
+    expected = rn.rmsnorm_reference(x, w)
+    xd, wd = x.to("neuron"), w.to("neuron")
+    for y in (rn.rmsnorm_kernel(xd, wd), torch.ops.neuronsim_examples.rmsnorm(xd, wd, 1e-6)):
+        assert y.device.type == "neuron"
+        torch.testing.assert_close(y.cpu(), expected, atol=1e-5, rtol=1e-5)

@@ -74,16 +74,17 @@ def flash_attention_kernel(q_t, k_t, v, group: int = 4):
                 yield
                 pv = nl.ndarray((128, d), dtype=nl.float32, buffer=nl.psum)
                 # P^T in 128 x 128 blocks, side by side in the PSUM bank of the scores
-                # (read for the last time by the subtract above)
-                p_ts = s_psum
+                # (read for the last time by the subtract above), copied to SBUF at once
+                p_ts = s_psum[:, 0:width]
                 for c in range(width // 128):
                     p_ts[:, c * 128:(c + 1) * 128] = nisa.nc_transpose(
                         p[:, c * 128:(c + 1) * 128])
-                    yield
-                    p_t = nisa.tensor_copy(p_ts[:, c * 128:(c + 1) * 128], dtype=v.dtype,
-                                           engine=scalar)
-                    yield
-                    pv += nisa.nc_matmul(p_t, v_all[:, nl.ds((kb + c) * d, d)])
+                yield
+                p_t = nisa.tensor_copy(p_ts, dtype=v.dtype, engine=scalar)
+                yield
+                for c in range(width // 128):
+                    pv += nisa.nc_matmul(p_t[:, c * 128:(c + 1) * 128],
+                                         v_all[:, nl.ds((kb + c) * d, d)])
                 row_sum = nisa.tensor_reduce(nl.add, p, axis=1, dtype=nl.float32,
                                              engine=gpsimd)
                 self.l_sum[...] = nl.add(nl.multiply(self.l_sum, alpha), row_sum)

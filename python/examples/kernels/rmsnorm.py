@@ -1,7 +1,7 @@
 """Fused RMSNorm kernel: y = x / sqrt(mean(x^2, -1) + eps) * weight, 128 rows per tile.
 
 One pass per row tile: square and sum along the row (Scalar, Vector), the reciprocal root
-with the mean's scale and eps folded into one activation, then two multiplies (Vector).
+with the mean's scale and eps folded into one activation, then two multiplies (Vector, GpSimd).
 The weight row is loaded once, broadcast to all partitions.
 """
 
@@ -27,7 +27,10 @@ def rmsnorm_kernel(x, weight, eps: float = 1e-6):
         ss = nl.sum(sq, axis=1)
         rstd = nisa.activation(op=nl.rsqrt, data=ss, scale=1.0 / d, bias=eps)
         y = nl.multiply(xt, rstd, dtype=nl.float32)
-        nl.store(out[nl.ds(start, p), :], value=nl.multiply(y, w[0:p, :], dtype=x.dtype))
+        # (the weight multiply on GpSimd: the Vector engine has the sum and the scaling)
+        scaled = nisa.tensor_tensor(y, w[0:p, :], op=nl.multiply, dtype=x.dtype,
+                                    engine=nisa.engine.gpsimd)
+        nl.store(out[nl.ds(start, p), :], value=scaled)
 
     for i in nl.affine_range(full):
         block(i * 128, 128)

@@ -1,12 +1,13 @@
 """Row softmax kernel: y = exp(x - max(x)) / sum(exp(x - max(x))) along the last dim,
 128 rows per tile: a max and a sum reduction (Vector), exp (Scalar), one subtract and one
-multiply by the reciprocal (Vector)."""
+multiply by the reciprocal (GpSimd)."""
 
 from __future__ import annotations
 
 import torch
 
 from neuronsim import kernels
+from neuronsim.kernels import isa as nisa
 from neuronsim.kernels import language as nl
 
 
@@ -18,10 +19,14 @@ def softmax_kernel(x):
 
     def block(start, p):
         xt = nl.load(x[nl.ds(start, p), :])
-        shifted = nl.subtract(xt, nl.max(xt, axis=1), dtype=nl.float32)
+        # reductions on the Vector engine, the subtract and the scaling on GpSimd
+        shifted = nisa.tensor_tensor(xt, nl.max(xt, axis=1), op=nl.subtract,
+                                     dtype=nl.float32, engine=nisa.engine.gpsimd)
         e = nl.exp(shifted)
         r = nl.reciprocal(nl.sum(e, axis=1))
-        nl.store(out[nl.ds(start, p), :], value=nl.multiply(e, r, dtype=x.dtype))
+        nl.store(out[nl.ds(start, p), :],
+                 value=nisa.tensor_tensor(e, r, op=nl.multiply, dtype=x.dtype,
+                                          engine=nisa.engine.gpsimd))
 
     for i in nl.affine_range(full):
         block(i * 128, 128)

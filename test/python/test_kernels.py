@@ -226,3 +226,26 @@ def test_kernels_on_neuron_device_tensors():
     for y in (rn.rmsnorm_kernel(xd, wd), torch.ops.neuronsim_examples.rmsnorm(xd, wd, 1e-6)):
         assert y.device.type == "neuron"
         torch.testing.assert_close(y.cpu(), expected, atol=1e-5, rtol=1e-5)
+
+
+def test_matmul_transpose_iota_and_transposed_load():
+    @kernels.jit
+    def misc(x, y):
+        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        out2 = nl.ndarray((64, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+        out3 = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        out4 = nl.ndarray((64, 96), dtype=nl.float32, buffer=nl.shared_hbm)
+        r = nl.matmul(nl.load(x), nl.load(y))  # x @ y: x transposed on the Tensor engine
+        nl.store(out, value=nl.copy(r))
+        nl.store(out2, value=nl.copy(nl.transpose(nl.load(x[:, 0:64]))))
+        i_p, i_f = nl.mgrid[0:128, 0:64]
+        nl.store(out3, value=nisa.iota(i_p * 64 + i_f, dtype=nl.float32, shape=(128, 64)) + 1.0)
+        nl.store(out4, value=nl.load_transpose2d(y))
+        return out, out2, out3, out4
+
+    x, y = torch.randn(128, 96), torch.randn(96, 64)
+    a, b, c, d = misc(x, y)
+    torch.testing.assert_close(a, x @ y, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(b, x[:, :64].T.contiguous())
+    torch.testing.assert_close(c, torch.arange(128 * 64, dtype=torch.float32).reshape(128, 64) + 1)
+    torch.testing.assert_close(d, y.T.contiguous())

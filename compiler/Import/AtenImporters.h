@@ -179,4 +179,7 @@ Values fminOp(NodeContext &ctx);
 Values fmaxOp(NodeContext &ctx);
 Values logicalXor(NodeContext &ctx);
 
+// AtenKernel.cpp
+Values kernel(NodeContext &ctx);
+
 } // namespace neuron::compiler::aten

@@ -227,6 +227,7 @@ const Entry kAtenOps[] = {
     {"aten.view.default", reshape, "view of the same HBM bytes (no instructions)"},
     {"aten.view_copy.default", reshape, "view of the same HBM bytes (no instructions)"},
     {"aten.where.self", where, "select (Vector)"},
+    {"neuronsim.kernel.default", kernel, "custom tile kernel (neuronsim.kernels): its ntile loop nest, inlined"},
     {"prims.fma.default", fma, "multiply and add (Vector)"},
 };
 

@@ -33,6 +33,7 @@ Values floorOp(NodeContext &ctx);
 Values ceilOp(NodeContext &ctx);
 Values signOp(NodeContext &ctx);
 Values roundOp(NodeContext &ctx);
+Values roundDecimals(NodeContext &ctx);
 Values exp2Op(NodeContext &ctx);
 Values eluOp(NodeContext &ctx);
 Values sinhOp(NodeContext &ctx);

@@ -186,6 +186,7 @@ const Entry kAtenOps[] = {
     {"aten.remainder.Tensor", remainderOp, "ALU mod (floats); integer division, floor fix-up (Vector)"},
     {"aten.repeat.default", repeat, "DMA with stride-0 access pattern"},
     {"aten.reshape.default", reshape, "view of the same HBM bytes (no instructions)"},
+    {"aten.round.decimals", roundDecimals, "scale by 10^decimals in fp32, round as round.default, scale back (Vector)"},
     {"aten.round.default", roundOp, "trunc, fraction tests and a step away from zero (Vector)"},
     {"aten.rsqrt.default", unary<UnaryFn::rsqrt>, "activation (Scalar)"},
     {"aten.rsub.Scalar", rsub, "subtract (Vector)"},

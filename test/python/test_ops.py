@@ -1166,6 +1166,8 @@ TESTED_ELSEWHERE = {
     "_c10d_functional.reduce_scatter_tensor.default",
     "_c10d_functional.reduce_scatter_tensor_coalesced.default",
     "_c10d_functional.wait_tensor.default",
+    # test_round_with_decimals_matches_eager_exactly (this file)
+    "aten.round.decimals",
     # test_scan_ops.py: values, indices, NaN, inf and ties; gradients
     "aten.cummax.default",
     "aten.cummin.default",

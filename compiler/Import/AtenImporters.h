@@ -199,5 +199,9 @@ Values scatterReduceOld(NodeContext &ctx);
 Values scatterAdd(NodeContext &ctx);
 Values scatterReduceTwo(NodeContext &ctx);
 Values indexReduce(NodeContext &ctx);
+Values embeddingBag(NodeContext &ctx);
+Values embeddingBagDenseBackward(NodeContext &ctx);
+Values embeddingBagBackward(NodeContext &ctx);
+Values embeddingBagPerSampleWeightsBackward(NodeContext &ctx);
 
 } // namespace neuron::compiler::aten

@@ -130,6 +130,42 @@ IndexedRows indexedRows(NodeContext &ctx, Value x, ArrayRef<Value> all, const st
   return r;
 }
 
+/// index_put with one bool/uint8 mask over the leading dims (x[mask] = v) whose values
+/// are the same for every selected element (v broadcasts to the dims after the mask, so it
+/// does not depend on the mask's count): a select, or an add of the masked values.
+static Value maskedPut(NodeContext &ctx, Value self, ArrayRef<Value> all, Value values,
+                       bool accumulate) {
+  const char *unsupported = "a bool or uint8 index tensor is a mask in torch (boolean "
+                            "indexing); index_put supports one mask over the leading dims "
+                            "with values the same for every selected element (no values "
+                            "per selected position); index with int64 positions instead";
+  auto st = typeOf(self);
+  if (all.size() != 1 || !all[0])
+    throw ImportError(unsupported);
+  auto mt = typeOf(all[0]);
+  int64_t m = mt.getRank();
+  if (m > st.getRank() || mt.getShape() != st.getShape().take_front(m))
+    throw ImportError("index_put's mask of shape rank " + std::to_string(m) +
+                      " does not match the input's leading dims");
+  ArrayRef<int64_t> rest = st.getShape().drop_front(m);
+  auto vt = typeOf(values);
+  // Dims of values beyond the trailing shape must be 1 (else they count selected rows).
+  for (int64_t d = 0; d + (int64_t)rest.size() < vt.getRank(); ++d)
+    if (vt.getDimSize(d) != 1)
+      throw ImportError(unsupported);
+  SmallVector<int64_t> restShape(rest);
+  Value v = broadcastTo(ctx, values, restShape, "index_put's values");
+  SmallVector<int64_t> ones(m, 1);
+  llvm::append_range(ones, rest);
+  v = broadcastTo(ctx, ctx.reshape(v, ones), st.getShape(), "index_put's values");
+  SmallVector<int64_t> maskShape(mt.getShape());
+  maskShape.append(rest.size(), 1);
+  Value mask = ctx.reshape(ctx.binaryScalar(ntorch::BinaryFn::ne, all[0], 0.0), maskShape);
+  if (accumulate)
+    v = ctx.binary(ntorch::BinaryFn::add, self, v);
+  return ctx.b.create<nt::SelectOp>(ctx.loc, st, mask, v, self);
+}
+
 /// index_put(self, indices, values, accumulate): self[indices] = values (+= with
 /// accumulate), the indexed dims moved to the front and flattened into table rows.
 Values indexPut(NodeContext &ctx) {
@@ -141,7 +177,12 @@ Values indexPut(NodeContext &ctx) {
   auto st = typeOf(self);
   Type et = st.getElementType();
   values = ctx.castTo(values, et);
-  IndexedRows r = indexedRows(ctx, self, ctx.optionalTensorList(1, "indices"), "index_put");
+  SmallVector<Value> all = ctx.optionalTensorList(1, "indices");
+  for (Value v : all)
+    if (v && (typeOf(v).getElementType().isInteger(1) ||
+              typeOf(v).getElementType().isUnsignedInteger(8)))
+      return {maskedPut(ctx, self, all, values, accumulate)};
+  IndexedRows r = indexedRows(ctx, self, all, "index_put");
   if (r.first < 0) { // every dim skipped: all of self
     Value v = broadcastTo(ctx, values, st.getShape(), "index_put's values");
     return {accumulate ? ctx.binary(ntorch::BinaryFn::add, self, v) : v};
@@ -431,6 +472,246 @@ Values indexReduce(NodeContext &ctx) {
   if (dim)
     out = ctx.permute(out, inverse(perm));
   return {ctx.reshape(out, shape)};
+}
+
+/// [0, 1, ..., n-1] as an i64 constant of `shape` (n elements).
+static Value iota(NodeContext &ctx, ArrayRef<int64_t> shape) {
+  auto type = RankedTensorType::get(shape, ctx.b.getI64Type());
+  SmallVector<APInt> values;
+  for (int64_t i = 0; i < type.getNumElements(); ++i)
+    values.push_back(APInt(64, i, true));
+  return ctx.b.create<nt::ConstantOp>(ctx.loc, type,
+                                      cast<ElementsAttr>(DenseElementsAttr::get(type, values)));
+}
+
+/// The bag of each of the n indices of an embedding bag: the number of bag starts
+/// offsets[1..bags) at or before it (compares on Vector, n x bags).
+static Value bagOfIndex(NodeContext &ctx, Value offsets, int64_t n, int64_t bags) {
+  Type i64 = ctx.b.getI64Type();
+  if (bags <= 1)
+    return ctx.splat(RankedTensorType::get({n}, i64), 0.0);
+  Value o = ctx.reshape(ctx.castTo(offsets, i64), {typeOf(offsets).getNumElements()});
+  Value starts = ctx.b.create<nt::SliceOp>(ctx.loc, RankedTensorType::get({bags - 1}, i64), o,
+                                           SmallVector<int64_t>{1}, SmallVector<int64_t>{1});
+  Value le = ctx.binary(ntorch::BinaryFn::le, ctx.reshape(starts, {1, bags - 1}),
+                        iota(ctx, {n, 1}));
+  return ctx.reduce(ntorch::ReduceFn::sum, ctx.castTo(le, i64), {1}, false);
+}
+
+/// Whether each index is not padding_idx ([n, 1] i1), or null without padding.
+static Value notPadding(NodeContext &ctx, Value idx, int64_t paddingIdx) {
+  if (paddingIdx < 0)
+    return Value();
+  int64_t n = typeOf(idx).getNumElements();
+  return ctx.reshape(ctx.binaryScalar(ntorch::BinaryFn::ne, idx, (double)paddingIdx), {n, 1});
+}
+
+/// The inputs shared by the embedding bag importers.
+struct Bag {
+  Value idx, bag; // [n] i64
+  int64_t n = 0, bags = 0;
+  int64_t mode = 0; // 0 sum, 1 mean, 2 max
+};
+
+static Bag bagInputs(NodeContext &ctx, Value indices, Value offsets, int64_t bags, int64_t mode,
+                     const std::string &op) {
+  Bag b;
+  if (!isa<IntegerType>(typeOf(indices).getElementType()) ||
+      !isa<IntegerType>(typeOf(offsets).getElementType()))
+    throw ImportError(op + "'s indices and offsets must be integer tensors");
+  if (typeOf(indices).getRank() != 1)
+    throw ImportError(op + "'s indices must be rank 1 (with offsets), got rank " +
+                      std::to_string(typeOf(indices).getRank()));
+  if (mode < 0 || mode > 2)
+    throw ImportError(op + " with mode " + std::to_string(mode) + " (sum 0, mean 1, max 2)");
+  b.n = typeOf(indices).getNumElements();
+  b.bags = bags;
+  b.mode = mode;
+  b.idx = ctx.reshape(ctx.castTo(indices, ctx.b.getI64Type()), {b.n});
+  b.bag = bagOfIndex(ctx, offsets, b.n, bags);
+  return b;
+}
+
+/// _embedding_bag / _embedding_bag_forward_only(weight, indices, offsets,
+/// scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx)
+/// -> (output, offset2bag, bag_size, max_indices): rows gathered, then scatter-added
+/// (sum, mean) or scatter-maxed (max) into their bags by indirect DMA. max_indices is the
+/// lowest weight row holding a bag's maximum (eager keeps the first in index order; they
+/// differ only where two rows tie), -1 for an empty bag.
+Values embeddingBag(NodeContext &ctx) {
+  Value weight = ctx.tensor(0);
+  ctx.requireRank(weight, 2, "embedding_bag's weight");
+  auto wt = typeOf(weight);
+  Type et = wt.getElementType(), i64 = ctx.b.getI64Type();
+  int64_t width = wt.getDimSize(1), mode = ctx.integer(4, "mode", 0);
+  int64_t bags = ctx.resultType(0).getDimSize(0);
+  Bag b = bagInputs(ctx, ctx.tensor(1), ctx.tensor(2), bags, mode, "embedding_bag");
+  bool hasWeights = ctx.isTensorArg(6);
+  if (hasWeights && mode != 0)
+    throw ImportError("embedding_bag's per_sample_weights need mode='sum'");
+  int64_t paddingIdx = ctx.hasArg(8, "padding_idx") ? ctx.integer(8, "padding_idx", -1) : -1;
+  int64_t n = b.n;
+  Value valid = notPadding(ctx, b.idx, paddingIdx);
+  Value rows = ctx.b.create<nt::GatherRowsOp>(ctx.loc, RankedTensorType::get({n, width}, et),
+                                              weight, b.idx);
+  if (hasWeights)
+    rows = ctx.binary(ntorch::BinaryFn::mul, rows,
+                      ctx.reshape(ctx.castTo(ctx.tensor(6), et), {n, 1}));
+  auto outType = RankedTensorType::get({bags, width}, et);
+  Value ones = valid ? ctx.castTo(valid, et) : ctx.splat(RankedTensorType::get({n, 1}, et), 1.0);
+  Value count = scatterRows(ctx, ctx.splat(RankedTensorType::get({bags, 1}, et), 0.0), b.bag,
+                            ones, AluOp::add);
+  Value nonEmpty = ctx.binaryScalar(ntorch::BinaryFn::gt, count, 0.0);
+  Value out, maxIndices;
+  double inf = std::numeric_limits<double>::infinity();
+  if (mode == 2) {
+    Value candidates = valid ? ctx.b.create<nt::SelectOp>(
+                                   ctx.loc, typeOf(rows), valid, rows,
+                                   ctx.splat(RankedTensorType::get({n, width}, et), -inf))
+                             : rows;
+    out = scatterRows(ctx, ctx.splat(outType, -inf), b.bag, candidates, AluOp::max);
+    out = ctx.b.create<nt::SelectOp>(ctx.loc, outType, nonEmpty, out, ctx.splat(outType, 0.0));
+    Value best = ctx.b.create<nt::GatherRowsOp>(ctx.loc, typeOf(rows), out, b.bag);
+    Value hit = ctx.binary(ntorch::BinaryFn::eq, candidates, best);
+    double none = (double)wt.getDimSize(0);
+    auto it = RankedTensorType::get({n, width}, i64);
+    Value rowIds = ctx.b.create<nt::BroadcastOp>(ctx.loc, it, ctx.reshape(b.idx, {n, 1}));
+    Value picked = ctx.b.create<nt::SelectOp>(ctx.loc, it, hit, rowIds, ctx.splat(it, none));
+    auto mt = RankedTensorType::get({bags, width}, i64);
+    Value lowest = scatterRows(ctx, ctx.splat(mt, none), b.bag, picked, AluOp::min);
+    Value found = ctx.binary(ntorch::BinaryFn::lt, lowest, ctx.scalar(i64, none));
+    maxIndices = ctx.b.create<nt::SelectOp>(ctx.loc, mt, found, lowest, ctx.splat(mt, -1.0));
+  } else {
+    Value summed = valid ? ctx.b.create<nt::SelectOp>(
+                               ctx.loc, typeOf(rows), valid, rows,
+                               ctx.splat(RankedTensorType::get({n, width}, et), 0.0))
+                         : rows;
+    out = scatterRows(ctx, ctx.splat(outType, 0.0), b.bag, summed, AluOp::add);
+    if (mode == 1)
+      out = ctx.binary(ntorch::BinaryFn::div, out,
+                       ctx.binary(ntorch::BinaryFn::max, count, ctx.scalar(et, 1.0)));
+  }
+  Values results = {out};
+  // offset2bag, bag_size, max_indices in the shapes the graph gives them (the
+  // backward importer reads them as produced here).
+  auto like = [&](size_t i, Value v) {
+    RankedTensorType rt = ctx.resultType(i);
+    if (v && typeOf(v).getNumElements() == rt.getNumElements())
+      return ctx.reshape(ctx.castTo(v, rt.getElementType()), rt.getShape());
+    return ctx.splat(rt, 0.0);
+  };
+  results.push_back(like(1, b.bag));
+  results.push_back(like(2, ctx.reshape(count, {bags})));
+  results.push_back(like(3, maxIndices));
+  return results;
+}
+
+/// The dense gradient of an embedding bag's weight: the bags' gradient rows gathered per
+/// index (scaled for mean and by per_sample_weights) and scatter-added into the weight's
+/// rows; for max, each element's gradient added at the row of its maximum. Arguments
+/// from position `first` on: offset2bag, bag_size, maximum_indices, num_weights,
+/// scale_grad_by_freq, mode, [sparse if `hasSparse`], per_sample_weights, padding_idx.
+/// The bag of each index: offset2bag as the forward produced it, or from the offsets where
+/// it is empty (eager's sum mode returns none; `offsetsArg` < 0: no offsets to use).
+static Value offset2bag(NodeContext &ctx, size_t arg, int offsetsArg, int64_t n, int64_t bags) {
+  Value given = ctx.tensor(arg);
+  if (typeOf(given).getNumElements() == n)
+    return ctx.reshape(ctx.castTo(given, ctx.b.getI64Type()), {n});
+  if (offsetsArg < 0)
+    throw ImportError("embedding_bag backward needs offset2bag of one bag per index, got " +
+                      std::to_string(typeOf(given).getNumElements()) + " for " +
+                      std::to_string(n) + " indices");
+  return bagOfIndex(ctx, ctx.tensor(offsetsArg), n, bags);
+}
+
+static Value bagBackward(NodeContext &ctx, size_t first, bool hasSparse) {
+  Value grad = ctx.tensor(0), indices = ctx.tensor(1);
+  ctx.requireRank(grad, 2, "embedding_bag backward's grad");
+  auto gt = typeOf(grad);
+  Type et = gt.getElementType(), i64 = ctx.b.getI64Type();
+  int64_t bags = gt.getDimSize(0), width = gt.getDimSize(1);
+  int64_t numWeights = ctx.integer(first + 3, "num_weights", 0);
+  int64_t mode = ctx.integer(first + 5, "mode", 0);
+  if (ctx.integer(first + 4, "scale_grad_by_freq", 0))
+    throw ImportError("embedding_bag backward with scale_grad_by_freq=True is not supported");
+  size_t next = first + 6;
+  if (hasSparse && ctx.integer(next++, "sparse", 0))
+    throw ImportError("embedding_bag backward with sparse=True is not supported");
+  size_t pswArg = next, padArg = next + 1;
+  int64_t paddingIdx =
+      ctx.hasArg(padArg, "padding_idx") ? ctx.integer(padArg, "padding_idx", -1) : -1;
+  int64_t n = typeOf(indices).getNumElements();
+  auto resultType = RankedTensorType::get({numWeights, width}, et);
+  if (mode == 2) {
+    Value maxIndices = ctx.tensor(first + 2);
+    if (typeOf(maxIndices).getNumElements() != bags * width)
+      throw ImportError("embedding_bag backward (max) needs max_indices of [bags, width]");
+    Value mi = ctx.reshape(ctx.castTo(maxIndices, i64), {bags, width});
+    int64_t cells = numWeights * width;
+    Value lin = ctx.binary(ntorch::BinaryFn::add,
+                           ctx.binaryScalar(ntorch::BinaryFn::mul, mi, (double)width),
+                           iota(ctx, {1, width}));
+    Value none = ctx.splat(typeOf(lin), (double)cells); // an empty bag: a spare row
+    Value valid = ctx.binaryScalar(ntorch::BinaryFn::ge, mi, 0.0);
+    lin = ctx.b.create<nt::SelectOp>(ctx.loc, typeOf(lin), valid, lin, none);
+    Value table = ctx.splat(RankedTensorType::get({cells + 1, 1}, et), 0.0);
+    Value sums = scatterRows(ctx, table, ctx.reshape(lin, {bags * width}),
+                             ctx.reshape(grad, {bags * width, 1}), AluOp::add);
+    Value kept = ctx.b.create<nt::SliceOp>(ctx.loc, RankedTensorType::get({cells, 1}, et), sums,
+                                           SmallVector<int64_t>{0, 0},
+                                           SmallVector<int64_t>{1, 1});
+    return ctx.reshape(kept, {numWeights, width});
+  }
+  Value idx = ctx.reshape(ctx.castTo(indices, i64), {n});
+  Value bag = offset2bag(ctx, first, hasSparse ? 2 : -1, n, bags);
+  Value rows = ctx.b.create<nt::GatherRowsOp>(ctx.loc, RankedTensorType::get({n, width}, et),
+                                              grad, bag);
+  if (mode == 1) {
+    Value sizes = ctx.reshape(ctx.castTo(ctx.tensor(first + 1), et), {bags, 1});
+    Value size = ctx.b.create<nt::GatherRowsOp>(ctx.loc, RankedTensorType::get({n, 1}, et),
+                                                sizes, bag);
+    rows = ctx.binary(ntorch::BinaryFn::div, rows,
+                      ctx.binary(ntorch::BinaryFn::max, size, ctx.scalar(et, 1.0)));
+  }
+  if (ctx.isTensorArg(pswArg))
+    rows = ctx.binary(ntorch::BinaryFn::mul, rows,
+                      ctx.reshape(ctx.castTo(ctx.tensor(pswArg), et), {n, 1}));
+  if (Value valid = notPadding(ctx, idx, paddingIdx))
+    rows = ctx.b.create<nt::SelectOp>(ctx.loc, typeOf(rows), valid, rows,
+                                      ctx.splat(typeOf(rows), 0.0));
+  return scatterRows(ctx, ctx.splat(resultType, 0.0), idx, rows, AluOp::add);
+}
+
+/// _embedding_bag_dense_backward(grad, indices, offset2bag, bag_size, maximum_indices,
+/// num_weights, scale_grad_by_freq, mode, per_sample_weights, padding_idx).
+Values embeddingBagDenseBackward(NodeContext &ctx) { return {bagBackward(ctx, 2, false)}; }
+
+/// _embedding_bag_backward(grad, indices, offsets, offset2bag, bag_size, maximum_indices,
+/// num_weights, scale_grad_by_freq, mode, sparse, per_sample_weights, padding_idx).
+Values embeddingBagBackward(NodeContext &ctx) { return {bagBackward(ctx, 3, true)}; }
+
+/// _embedding_bag_per_sample_weights_backward(grad, weight, indices, offsets, offset2bag,
+/// mode, padding_idx): per index, the dot product of its bag's gradient and its weight row.
+Values embeddingBagPerSampleWeightsBackward(NodeContext &ctx) {
+  Value grad = ctx.tensor(0), weight = ctx.tensor(1), indices = ctx.tensor(2);
+  ctx.requireRank(grad, 2, "embedding_bag backward's grad");
+  ctx.requireRank(weight, 2, "embedding_bag's weight");
+  if (ctx.integer(5, "mode", 0) != 0)
+    throw ImportError("embedding_bag's per_sample_weights need mode='sum'");
+  Type et = typeOf(grad).getElementType(), i64 = ctx.b.getI64Type();
+  int64_t n = typeOf(indices).getNumElements(), width = typeOf(grad).getDimSize(1);
+  Value idx = ctx.reshape(ctx.castTo(indices, i64), {n});
+  Value bag = offset2bag(ctx, 4, 3, n, typeOf(grad).getDimSize(0));
+  auto rowsType = RankedTensorType::get({n, width}, et);
+  Value g = ctx.b.create<nt::GatherRowsOp>(ctx.loc, rowsType, grad, bag);
+  Value w = ctx.b.create<nt::GatherRowsOp>(ctx.loc, rowsType, ctx.castTo(weight, et), idx);
+  Value dot = ctx.reduce(ntorch::ReduceFn::sum, ctx.binary(ntorch::BinaryFn::mul, g, w), {1},
+                         true);
+  int64_t paddingIdx = ctx.hasArg(6, "padding_idx") ? ctx.integer(6, "padding_idx", -1) : -1;
+  if (Value valid = notPadding(ctx, idx, paddingIdx))
+    dot = ctx.b.create<nt::SelectOp>(ctx.loc, typeOf(dot), valid, dot,
+                                     ctx.splat(typeOf(dot), 0.0));
+  return {ctx.reshape(dot, ctx.resultType().getShape())};
 }
 
 } // namespace neuron::compiler::aten

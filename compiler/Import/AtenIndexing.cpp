@@ -269,37 +269,42 @@ static Value reduceRows(NodeContext &ctx, Value table, Value idx, Value values, 
   if (reduce == Reduce::mean && !isFloat)
     throw ImportError(op + " with reduce='mean' on integers (a floor division) is not "
                            "supported");
-  double inf = std::numeric_limits<double>::infinity();
-  double lowest = -inf, highest = inf;
-  if (!isFloat) {
+  auto rowsType = RankedTensorType::get({n, width}, et);
+  auto rowsOf = [&](double value) { return ctx.splat(rowsType, value); };
+  // The lowest (highest) value of the dtype: -inf (inf), or the integer's exact extreme.
+  auto extreme = [&](bool high) -> Value {
+    if (isFloat)
+      return rowsOf(high ? std::numeric_limits<double>::infinity()
+                         : -std::numeric_limits<double>::infinity());
     unsigned bits = et.getIntOrFloatBitWidth();
     bool isUnsigned = et.isUnsignedInteger() || bits == 1;
-    lowest = isUnsigned ? 0.0 : -std::ldexp(1.0, bits - 1);
-    highest = isUnsigned ? std::ldexp(1.0, bits) - 1 : std::ldexp(1.0, bits - 1) - 1;
-  }
+    APInt v = isUnsigned ? (high ? APInt::getMaxValue(bits) : APInt::getMinValue(bits))
+                         : (high ? APInt::getSignedMaxValue(bits)
+                                 : APInt::getSignedMinValue(bits));
+    return ctx.b.create<nt::ConstantOp>(
+        ctx.loc, rowsType, cast<ElementsAttr>(DenseElementsAttr::get(rowsType, v)));
+  };
   AluOp alu = AluOp::add;
-  double identity = 0.0;
+  Value identity;
   switch (reduce) {
   case Reduce::sum:
   case Reduce::mean:
+    identity = rowsOf(0.0);
     break;
   case Reduce::prod:
     alu = AluOp::mul;
-    identity = 1.0;
+    identity = rowsOf(1.0);
     break;
   case Reduce::amax:
     alu = AluOp::max;
-    identity = lowest;
+    identity = extreme(false);
     break;
   case Reduce::amin:
     alu = AluOp::min;
-    identity = highest;
+    identity = extreme(true);
     break;
   }
-  auto rowsOf = [&](double value) {
-    return ctx.splat(RankedTensorType::get({n, width}, et), value);
-  };
-  Value base = includeSelf ? table : scatterRows(ctx, table, idx, rowsOf(identity), std::nullopt);
+  Value base = includeSelf ? table : scatterRows(ctx, table, idx, identity, std::nullopt);
   Value out = scatterRows(ctx, base, idx, values, alu);
   if (reduce != Reduce::mean)
     return out;
@@ -537,7 +542,8 @@ static Bag bagInputs(NodeContext &ctx, Value indices, Value offsets, int64_t bag
 /// -> (output, offset2bag, bag_size, max_indices): rows gathered, then scatter-added
 /// (sum, mean) or scatter-maxed (max) into their bags by indirect DMA. max_indices is the
 /// lowest weight row holding a bag's maximum (eager keeps the first in index order; they
-/// differ only where two rows tie), -1 for an empty bag.
+/// differ only where two rows tie), 0 for an empty bag as in eager. bag_size counts the
+/// indices of each bag (zeros in sum mode, as eager's).
 Values embeddingBag(NodeContext &ctx) {
   Value weight = ctx.tensor(0);
   ctx.requireRank(weight, 2, "embedding_bag's weight");
@@ -580,7 +586,7 @@ Values embeddingBag(NodeContext &ctx) {
     auto mt = RankedTensorType::get({bags, width}, i64);
     Value lowest = scatterRows(ctx, ctx.splat(mt, none), b.bag, picked, AluOp::min);
     Value found = ctx.binary(ntorch::BinaryFn::lt, lowest, ctx.scalar(i64, none));
-    maxIndices = ctx.b.create<nt::SelectOp>(ctx.loc, mt, found, lowest, ctx.splat(mt, -1.0));
+    maxIndices = ctx.b.create<nt::SelectOp>(ctx.loc, mt, found, lowest, ctx.splat(mt, 0.0));
   } else {
     Value summed = valid ? ctx.b.create<nt::SelectOp>(
                                ctx.loc, typeOf(rows), valid, rows,
@@ -601,14 +607,15 @@ Values embeddingBag(NodeContext &ctx) {
     return ctx.splat(rt, 0.0);
   };
   results.push_back(like(1, b.bag));
-  results.push_back(like(2, ctx.reshape(count, {bags})));
+  results.push_back(like(2, mode == 0 ? Value() : ctx.reshape(count, {bags})));
   results.push_back(like(3, maxIndices));
   return results;
 }
 
 /// The dense gradient of an embedding bag's weight: the bags' gradient rows gathered per
 /// index (scaled for mean and by per_sample_weights) and scatter-added into the weight's
-/// rows; for max, each element's gradient added at the row of its maximum. Arguments
+/// rows; for max, each element's gradient added at the row of its maximum (none for an
+/// empty bag, whose bag_size is 0). Arguments
 /// from position `first` on: offset2bag, bag_size, maximum_indices, num_weights,
 /// scale_grad_by_freq, mode, [sparse if `hasSparse`], per_sample_weights, padding_idx.
 /// The bag of each index: offset2bag as the forward produced it, or from the offsets where
@@ -652,7 +659,10 @@ static Value bagBackward(NodeContext &ctx, size_t first, bool hasSparse) {
                            ctx.binaryScalar(ntorch::BinaryFn::mul, mi, (double)width),
                            iota(ctx, {1, width}));
     Value none = ctx.splat(typeOf(lin), (double)cells); // an empty bag: a spare row
-    Value valid = ctx.binaryScalar(ntorch::BinaryFn::ge, mi, 0.0);
+    Value sizes = ctx.reshape(ctx.castTo(ctx.tensor(first + 1), i64), {bags, 1});
+    Value valid = ctx.binary(ntorch::BinaryFn::And,
+                             ctx.binaryScalar(ntorch::BinaryFn::gt, sizes, 0.0),
+                             ctx.binaryScalar(ntorch::BinaryFn::ge, mi, 0.0));
     lin = ctx.b.create<nt::SelectOp>(ctx.loc, typeOf(lin), valid, lin, none);
     Value table = ctx.splat(RankedTensorType::get({cells + 1, 1}, et), 0.0);
     Value sums = scatterRows(ctx, table, ctx.reshape(lin, {bags * width}),

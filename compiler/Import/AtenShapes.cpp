@@ -160,6 +160,9 @@ Values indexSelect(NodeContext &ctx) {
   Value x = ctx.tensor(0), index = ctx.tensor(2);
   if (typeOf(x).getRank() == 0) { // a 0-d input is a 1-element vector here
     ctx.dim(ctx.integer(1, "dim", 0), 0);
+    if (typeOf(index).getNumElements() != 1)
+      throw ImportError("index_select of a 0-d input takes one index, got " +
+                        std::to_string(typeOf(index).getNumElements()));
     Value y = ctx.b.create<nt::GatherRowsOp>(
         ctx.loc, RankedTensorType::get({typeOf(index).getNumElements(), 1}, typeOf(x).getElementType()),
         ctx.reshape(x, {1, 1}), ctx.reshape(index, {typeOf(index).getNumElements()}));

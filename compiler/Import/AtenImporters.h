@@ -171,6 +171,9 @@ Values fminOp(NodeContext &ctx);
 Values fmaxOp(NodeContext &ctx);
 Values logicalXor(NodeContext &ctx);
 
+/// AtenLinalg.cpp: integer cumsum along the last dim of [rows, L], exactly (a log-step scan).
+mlir::Value integerScan(NodeContext &ctx, mlir::Value flat);
+
 // AtenIndexing.cpp
 /// Zeros of `elementType` shaped like `index` plus a trailing 1, read through an
 /// indirect DMA gather of `positions` rows: the DMA validates every index against its
@@ -200,6 +203,10 @@ Values scatterAdd(NodeContext &ctx);
 Values scatterReduceTwo(NodeContext &ctx);
 Values indexReduce(NodeContext &ctx);
 Values embeddingBag(NodeContext &ctx);
+Values maskedScatter(NodeContext &ctx);
+Values histc(NodeContext &ctx);
+Values searchsorted(NodeContext &ctx);
+Values bucketize(NodeContext &ctx);
 Values embeddingBagDenseBackward(NodeContext &ctx);
 Values embeddingBagBackward(NodeContext &ctx);
 Values embeddingBagPerSampleWeightsBackward(NodeContext &ctx);

@@ -12,6 +12,7 @@
 // index_reduce do not, and a negative index is an error there, as in eager.
 #include "compiler/Import/AtenImporters.h"
 
+#include <cmath>
 #include <limits>
 #include <optional>
 
@@ -722,6 +723,150 @@ Values embeddingBagPerSampleWeightsBackward(NodeContext &ctx) {
     dot = ctx.b.create<nt::SelectOp>(ctx.loc, typeOf(dot), valid, dot,
                                      ctx.splat(typeOf(dot), 0.0));
   return {ctx.reshape(dot, ctx.resultType().getShape())};
+}
+
+/// masked_scatter(self, mask, source): self where mask is false; where it is true, the
+/// source's elements in order: the k-th true position reads source element k (k from an
+/// exact integer prefix sum of the mask), through an indirect DMA gather that checks k is
+/// inside the source (eager raises when the source is too short).
+Values maskedScatter(NodeContext &ctx) {
+  Value self = ctx.tensor(0), mask = ctx.tensor(1), source = ctx.tensor(2);
+  auto st = typeOf(self);
+  Type et = st.getElementType(), i64 = ctx.b.getI64Type();
+  int64_t n = st.getNumElements(), sources = typeOf(source).getNumElements();
+  if (!typeOf(mask).getElementType().isInteger(1))
+    throw ImportError("masked_scatter's mask must be a bool tensor");
+  if (n == 0)
+    return {self};
+  Value m = ctx.reshape(broadcastTo(ctx, mask, st.getShape(), "masked_scatter's mask"), {n});
+  Value k = ctx.binaryScalar(ntorch::BinaryFn::sub,
+                             integerScan(ctx, ctx.reshape(ctx.castTo(m, i64), {1, n})), 1.0);
+  k = ctx.reshape(k, {n});
+  auto idxType = RankedTensorType::get({n}, i64);
+  // Checked positions: k where the mask is true (k < sources), 0 elsewhere; with no
+  // source elements, a true position reads row 1 of a 1-row table: an error.
+  Value check = ctx.b.create<nt::SelectOp>(ctx.loc, idxType, m,
+                                           sources ? k : ctx.splat(idxType, 1.0),
+                                           ctx.splat(idxType, 0.0));
+  int64_t rows = std::max<int64_t>(sources, 1);
+  check = ctx.binary(ntorch::BinaryFn::add, check,
+                     ctx.reshape(boundsCheckedZeros(ctx, check, rows, i64), {n}));
+  Value table = sources ? ctx.reshape(ctx.castTo(source, et), {sources, 1})
+                        : ctx.splat(RankedTensorType::get({1, 1}, et), 0.0);
+  Value picked = ctx.b.create<nt::GatherRowsOp>(ctx.loc, RankedTensorType::get({n, 1}, et),
+                                                table, check);
+  Value y = ctx.b.create<nt::SelectOp>(ctx.loc, RankedTensorType::get({n}, et), m,
+                                       ctx.reshape(picked, {n}), ctx.reshape(self, {n}));
+  return {ctx.reshape(y, st.getShape())};
+}
+
+/// histc(x, bins, min, max): eager's linear bin selection in x's dtype, bin =
+/// trunc((x - min) * bins / (max - min)), the last bin closed; elements outside [min, max]
+/// (and NaN) are not counted. min == max takes the data's extremes (then +-1 if equal).
+/// The counts are an indirect DMA scatter-add of ones, out-of-range elements into a spare
+/// bin that is cut off.
+Values histc(NodeContext &ctx) {
+  Value x = ctx.tensor(0);
+  auto xt = typeOf(x);
+  Type et = xt.getElementType();
+  if (!isa<FloatType>(et))
+    throw ImportError("histc takes a floating-point input");
+  int64_t bins = ctx.integer(1, "bins", 100), n = xt.getNumElements();
+  if (bins <= 0)
+    throw ImportError("histc needs bins > 0, got " + std::to_string(bins));
+  double lo = ctx.number(2, "min", 0.0), hi = ctx.number(3, "max", 0.0);
+  auto histType = RankedTensorType::get({bins}, et);
+  if (!(lo <= hi) || std::isinf(lo) || std::isinf(hi))
+    throw ImportError("histc's range [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                      "] is not a finite range with min <= max");
+  if (n == 0)
+    return {ctx.splat(histType, 0.0)};
+  Value flat = ctx.reshape(x, {n});
+  Value left, right;
+  if (lo == hi) { // the data's extremes (data-dependent: on the device)
+    left = ctx.reduce(ntorch::ReduceFn::min, flat, {0}, false);
+    right = ctx.reduce(ntorch::ReduceFn::max, flat, {0}, false);
+    Value same = ctx.binary(ntorch::BinaryFn::eq, left, right);
+    left = ctx.b.create<nt::SelectOp>(ctx.loc, typeOf(left), same,
+                                      ctx.binaryScalar(ntorch::BinaryFn::sub, left, 1.0), left);
+    right = ctx.b.create<nt::SelectOp>(
+        ctx.loc, typeOf(right), same, ctx.binaryScalar(ntorch::BinaryFn::add, right, 1.0), right);
+  } else {
+    left = ctx.scalar(et, lo);
+    right = ctx.scalar(et, hi);
+  }
+  Value inside = ctx.binary(ntorch::BinaryFn::And, ctx.binary(ntorch::BinaryFn::ge, flat, left),
+                            ctx.binary(ntorch::BinaryFn::le, flat, right));
+  Value scaled = ctx.binary(
+      ntorch::BinaryFn::div,
+      ctx.binaryScalar(ntorch::BinaryFn::mul, ctx.binary(ntorch::BinaryFn::sub, flat, left),
+                       (double)bins),
+      ctx.binary(ntorch::BinaryFn::sub, right, left));
+  Type i64 = ctx.b.getI64Type();
+  auto idxType = RankedTensorType::get({n}, i64);
+  Value bin = ctx.castTo(ctx.b.create<nt::SelectOp>(ctx.loc, typeOf(scaled), inside, scaled,
+                                                    ctx.splat(typeOf(scaled), 0.0)),
+                         i64);
+  bin = ctx.binary(ntorch::BinaryFn::min, bin, ctx.scalar(i64, (double)(bins - 1)));
+  bin = ctx.b.create<nt::SelectOp>(ctx.loc, idxType, inside, bin,
+                                   ctx.splat(idxType, (double)bins));
+  Value counts = scatterRows(ctx, ctx.splat(RankedTensorType::get({bins + 1, 1}, et), 0.0), bin,
+                             ctx.splat(RankedTensorType::get({n, 1}, et), 1.0), AluOp::add);
+  Value kept = ctx.b.create<nt::SliceOp>(ctx.loc, RankedTensorType::get({bins, 1}, et), counts,
+                                         SmallVector<int64_t>{0, 0}, SmallVector<int64_t>{1, 1});
+  return {ctx.reshape(kept, {bins})};
+}
+
+/// The insertion points of `values` in the sorted last dim of `boundaries`: the count of
+/// boundaries b with !(b >= v) (left) or !(b > v) (right), as eager's binary search
+/// decides (a NaN value goes past every boundary). Compares on Vector, values x boundaries
+/// per row (not a binary search: the cost grows with the boundaries).
+static Value insertionPoints(NodeContext &ctx, Value boundaries, Value values, bool right,
+                             const std::string &op) {
+  auto bt = typeOf(boundaries), vt = typeOf(values);
+  RankedTensorType rt = ctx.resultType();
+  if (bt.getRank() == 0)
+    throw ImportError(op + "'s boundaries must have at least one dim");
+  if (bt.getRank() > 1 && (vt.getRank() != bt.getRank() ||
+                           vt.getShape().drop_back() != bt.getShape().drop_back()))
+    throw ImportError(op + "'s boundaries and values must agree in all dims but the last");
+  int64_t b = bt.getShape().back();
+  Type ct = bt.getElementType();
+  if (isa<FloatType>(vt.getElementType()) && !isa<FloatType>(ct))
+    ct = vt.getElementType();
+  Value v = ctx.castTo(values, ct), s = ctx.castTo(boundaries, ct);
+  SmallVector<int64_t> vShape(vt.getShape()), sShape(bt.getShape());
+  vShape.push_back(1);
+  if (bt.getRank() > 1)
+    sShape.insert(sShape.end() - 1, 1); // [..., 1, B] against [..., M, 1]
+  Value before = ctx.binary(right ? ntorch::BinaryFn::gt : ntorch::BinaryFn::ge,
+                            ctx.reshape(s, sShape), ctx.reshape(v, vShape));
+  Value counted = ctx.castTo(ctx.binaryScalar(ntorch::BinaryFn::eq, before, 0.0),
+                             ctx.b.getI64Type());
+  Value count = b ? ctx.reduce(ntorch::ReduceFn::sum, counted, {typeOf(counted).getRank() - 1},
+                               false)
+                  : ctx.splat(RankedTensorType::get(vt.getShape(), ctx.b.getI64Type()), 0.0);
+  return ctx.reshape(ctx.castTo(count, rt.getElementType()), rt.getShape());
+}
+
+/// searchsorted.Tensor(sorted_sequence, self, out_int32, right, side, sorter).
+Values searchsorted(NodeContext &ctx) {
+  if (ctx.isTensorArg(5))
+    throw ImportError("searchsorted with a sorter is not supported");
+  bool right = ctx.integer(3, "right", 0) != 0;
+  std::string side = ctx.string(4, "side", "");
+  if (!side.empty())
+    right = side == "right";
+  return {insertionPoints(ctx, ctx.tensor(0), ctx.tensor(1), right, "searchsorted")};
+}
+
+/// bucketize.Tensor(self, boundaries, out_int32, right): 1-D boundaries.
+Values bucketize(NodeContext &ctx) {
+  Value boundaries = ctx.tensor(1);
+  if (typeOf(boundaries).getRank() != 1)
+    throw ImportError("bucketize's boundaries must be 1-D");
+  return {insertionPoints(ctx, boundaries, ctx.tensor(0), ctx.integer(3, "right", 0) != 0,
+                          "bucketize")};
 }
 
 } // namespace neuron::compiler::aten

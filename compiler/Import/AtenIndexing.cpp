@@ -549,7 +549,9 @@ Values embeddingBag(NodeContext &ctx) {
   Value weight = ctx.tensor(0);
   ctx.requireRank(weight, 2, "embedding_bag's weight");
   auto wt = typeOf(weight);
-  Type et = wt.getElementType(), i64 = ctx.b.getI64Type();
+  // bf16/f16 tables gather, scale and accumulate in fp32 and round once, as eager does.
+  Type storage = wt.getElementType(), i64 = ctx.b.getI64Type();
+  Type et = isa<FloatType>(storage) ? Type(ctx.b.getF32Type()) : storage;
   int64_t width = wt.getDimSize(1), mode = ctx.integer(4, "mode", 0);
   int64_t bags = ctx.resultType(0).getDimSize(0);
   Bag b = bagInputs(ctx, ctx.tensor(1), ctx.tensor(2), bags, mode, "embedding_bag");
@@ -559,8 +561,9 @@ Values embeddingBag(NodeContext &ctx) {
   int64_t paddingIdx = ctx.hasArg(8, "padding_idx") ? ctx.integer(8, "padding_idx", -1) : -1;
   int64_t n = b.n;
   Value valid = notPadding(ctx, b.idx, paddingIdx);
-  Value rows = ctx.b.create<nt::GatherRowsOp>(ctx.loc, RankedTensorType::get({n, width}, et),
-                                              weight, b.idx);
+  Value rows = ctx.castTo(ctx.b.create<nt::GatherRowsOp>(
+                             ctx.loc, RankedTensorType::get({n, width}, storage), weight, b.idx),
+                         et);
   if (hasWeights)
     rows = ctx.binary(ntorch::BinaryFn::mul, rows,
                       ctx.reshape(ctx.castTo(ctx.tensor(6), et), {n, 1}));
@@ -598,7 +601,7 @@ Values embeddingBag(NodeContext &ctx) {
       out = ctx.binary(ntorch::BinaryFn::div, out,
                        ctx.binary(ntorch::BinaryFn::max, count, ctx.scalar(et, 1.0)));
   }
-  Values results = {out};
+  Values results = {ctx.castTo(out, storage)};
   // offset2bag, bag_size, max_indices in the shapes the graph gives them (the
   // backward importer reads them as produced here).
   auto like = [&](size_t i, Value v) {
@@ -797,11 +800,16 @@ Values histc(NodeContext &ctx) {
   }
   Value inside = ctx.binary(ntorch::BinaryFn::And, ctx.binary(ntorch::BinaryFn::ge, flat, left),
                             ctx.binary(ntorch::BinaryFn::le, flat, right));
-  Value scaled = ctx.binary(
+  // Each step rounded to x's dtype, as eager's arithmetic in it (a bf16 step is computed in
+  // fp32 and rounded: explicit casts, since fused steps keep fp32 in between).
+  Type f32 = ctx.b.getF32Type();
+  auto rounded = [&](Value v) { return et == f32 ? v : ctx.castTo(ctx.castTo(v, et), f32); };
+  Value fx = ctx.castTo(flat, f32), fl = ctx.castTo(left, f32), fr = ctx.castTo(right, f32);
+  Value scaled = rounded(ctx.binary(
       ntorch::BinaryFn::div,
-      ctx.binaryScalar(ntorch::BinaryFn::mul, ctx.binary(ntorch::BinaryFn::sub, flat, left),
-                       (double)bins),
-      ctx.binary(ntorch::BinaryFn::sub, right, left));
+      rounded(ctx.binaryScalar(ntorch::BinaryFn::mul,
+                               rounded(ctx.binary(ntorch::BinaryFn::sub, fx, fl)), (double)bins)),
+      rounded(ctx.binary(ntorch::BinaryFn::sub, fr, fl))));
   Type i64 = ctx.b.getI64Type();
   auto idxType = RankedTensorType::get({n}, i64);
   Value bin = ctx.castTo(ctx.b.create<nt::SelectOp>(ctx.loc, typeOf(scaled), inside, scaled,
@@ -810,11 +818,13 @@ Values histc(NodeContext &ctx) {
   bin = ctx.binary(ntorch::BinaryFn::min, bin, ctx.scalar(i64, (double)(bins - 1)));
   bin = ctx.b.create<nt::SelectOp>(ctx.loc, idxType, inside, bin,
                                    ctx.splat(idxType, (double)bins));
-  Value counts = scatterRows(ctx, ctx.splat(RankedTensorType::get({bins + 1, 1}, et), 0.0), bin,
-                             ctx.splat(RankedTensorType::get({n, 1}, et), 1.0), AluOp::add);
-  Value kept = ctx.b.create<nt::SliceOp>(ctx.loc, RankedTensorType::get({bins, 1}, et), counts,
+  // Counted in fp32 and rounded once (eager counts in x's dtype per thread, then sums the
+  // threads' counts: a bf16 bin above 256 depends on its thread count there).
+  Value counts = scatterRows(ctx, ctx.splat(RankedTensorType::get({bins + 1, 1}, f32), 0.0), bin,
+                             ctx.splat(RankedTensorType::get({n, 1}, f32), 1.0), AluOp::add);
+  Value kept = ctx.b.create<nt::SliceOp>(ctx.loc, RankedTensorType::get({bins, 1}, f32), counts,
                                          SmallVector<int64_t>{0, 0}, SmallVector<int64_t>{1, 1});
-  return {ctx.reshape(kept, {bins})};
+  return {ctx.castTo(ctx.reshape(kept, {bins}), et)};
 }
 
 /// The insertion points of `values` in the sorted last dim of `boundaries`: the count of

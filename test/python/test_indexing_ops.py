@@ -308,3 +308,47 @@ def test_embedding_bag_forward_only_and_dense_backward_one_op(mode):
     args = (grad, idx, offset2bag, bag_size, max_indices, 10, False, mode, None, -1)
     got, expected = _one_op(A._embedding_bag_dense_backward.default, *args)
     torch.testing.assert_close(got[0], expected[0], rtol=1e-6, atol=1e-6)
+
+
+# --- masked_scatter, histc, searchsorted, bucketize, isin ----------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_masked_scatter(dtype):
+    x = torch.randn(4, 6).to(dtype)
+    m = torch.rand(4, 6) > 0.5
+    _exact(lambda x, m, s: x.masked_scatter(m, s), x, m, torch.randn(30).to(dtype))
+    _exact(lambda x, m, s: x.masked_scatter(m, s), x, m[:1], torch.randn(5, 7).to(dtype))
+    _exact(lambda x, m, s: x.masked_scatter(m, s), x, torch.zeros(4, 6, dtype=torch.bool),
+           torch.randn(0).to(dtype))
+
+
+def test_masked_scatter_with_too_few_source_elements_raises():
+    x, m, s = torch.zeros(4), torch.tensor([True, False, True, True]), torch.ones(2)
+    with pytest.raises(RuntimeError):
+        x.masked_scatter(m, s)
+    with pytest.raises(neuronsim.NeuronRuntimeError, match=r"index 2 .*outside the table's 2 rows"):
+        with torch.no_grad():
+            _compile(lambda x, m, s: x.masked_scatter(m, s))(x, m, s)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_histc(dtype):
+    # Under 256 per bin: eager counts bf16 bins per thread (an exact count up to 256 each).
+    x = torch.cat([torch.randn(500), torch.tensor([-1.0, 1.0, 2.5, float("nan")])]).to(dtype)
+    _exact(lambda x: torch.histc(x, 10, -1, 1), x)
+    _exact(lambda x: torch.histc(x, 7), x[:-1])  # the data's range
+    _exact(lambda x: torch.histc(x, 3), torch.full((5,), 2.0, dtype=dtype))  # [1, 3]
+
+
+def test_searchsorted_bucketize_isin():
+    b = torch.sort(torch.randn(9)).values
+    v = torch.cat([b[:3], torch.randn(5), torch.tensor([float("nan")])])
+    _exact(lambda v, b: torch.bucketize(v, b), v, b)
+    _exact(lambda v, b: torch.bucketize(v, b, right=True, out_int32=True), v, b)
+    rows = torch.sort(torch.randn(3, 9)).values
+    _exact(lambda b, v: torch.searchsorted(b, v), rows, torch.randn(3, 4))
+    _exact(lambda b, v: torch.searchsorted(b, v, side="right"), b, v)
+    ints = torch.tensor([0, 2, 2, 5, 9])
+    _exact(lambda b, v: torch.searchsorted(b, v, right=True), ints, torch.arange(-1, 11))
+    _exact(lambda a, b: torch.isin(a, b), torch.randint(0, 10, (20,)), torch.randint(0, 10, (6,)))

@@ -1220,6 +1220,10 @@ TESTED_ELSEWHERE = {
     "aten.scatter.value_reduce",
     "aten.scatter_add.default",
     "aten.scatter_reduce.two",
+    "aten.masked_scatter.default",
+    "aten.histc.default",
+    "aten.searchsorted.Tensor",
+    "aten.bucketize.Tensor",
 }
 
 

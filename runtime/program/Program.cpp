@@ -27,7 +27,7 @@ const char *const kDTypeNames[] = {"f32", "bf16", "f16", "i64",
                                    "i32", "i8",   "u8",  "i1"};
 const int64_t kDTypeSizes[] = {4, 2, 2, 8, 4, 1, 1, 1};
 const char *const kEngineNames[] = {"tensor", "vector", "scalar",
-                                    "gpsimd", "dma",    "collective",    "dma_scatter"};
+                                    "gpsimd", "dma",    "collective"};
 const char *const kCollectiveKindNames[] = {"all_reduce", "all_gather",
                                             "reduce_scatter", "all_to_all"};
 const char *const kOpcodeNames[] = {

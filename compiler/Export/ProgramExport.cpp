@@ -205,6 +205,13 @@ LogicalResult Exporter::instruction(Operation *op) {
           .Case([&](nisa::DmaGatherOp o) {
             return success(succeeded(src(o.getTable())) && succeeded(src(o.getIndices())));
           })
+          .Case([&](nisa::DmaScatterOp o) {
+            if (auto a = o.getAccumulate()) {
+              inst.accumulate = true;
+              inst.alu = alu(*a);
+            }
+            return success(succeeded(src(o.getSrc())) && succeeded(src(o.getIndices())));
+          })
           .Case([&](nisa::TensorCopyOp o) {
             return src(o.getSrc());
           })

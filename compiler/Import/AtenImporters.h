@@ -127,9 +127,7 @@ Values cat(NodeContext &ctx);
 Values constantPad(NodeContext &ctx);
 Values embedding(NodeContext &ctx);
 Values indexSelect(NodeContext &ctx);
-Values indexPut(NodeContext &ctx);
 Values gather(NodeContext &ctx);
-Values scatterValue(NodeContext &ctx);
 Values arange(NodeContext &ctx);
 Values full(NodeContext &ctx);
 Values fullLike(NodeContext &ctx);
@@ -179,6 +177,46 @@ Values hypotOp(NodeContext &ctx);
 Values fminOp(NodeContext &ctx);
 Values fmaxOp(NodeContext &ctx);
 Values logicalXor(NodeContext &ctx);
+
+/// AtenLinalg.cpp: integer cumsum along the last dim of [rows, L], exactly (a log-step scan).
+mlir::Value integerScan(NodeContext &ctx, mlir::Value flat);
+
+// AtenIndexing.cpp
+/// Zeros of `elementType` shaped like `index` plus a trailing 1, read through an
+/// indirect DMA gather of `positions` rows: the DMA validates every index against its
+/// table, so an index outside [0, positions) raises on the device where eager raises
+/// "index out of bounds". Added to an index (or used as a select's zero operand), the
+/// check is part of the result's data flow.
+mlir::Value boundsCheckedZeros(NodeContext &ctx, mlir::Value index, int64_t positions,
+                               mlir::Type elementType);
+/// x[i0, i1, ...] addressing (aten.index / index_put): the index tensors (null for a
+/// skipped dim) select one run of adjacent dims [first, first + k); `moved` is x with the
+/// run moved to the front (dims in `toFront` order), `linear` the row index over the
+/// run's flattened dims (i64, the indices broadcast together, negatives wrapped, each
+/// index bounds-checked when k > 1). first < 0: every dim skipped.
+struct IndexedRows {
+  mlir::Value moved, linear;
+  int64_t first = -1, k = 0;
+  llvm::SmallVector<int64_t> toFront;
+};
+IndexedRows indexedRows(NodeContext &ctx, mlir::Value x, llvm::ArrayRef<mlir::Value> all,
+                        const std::string &op);
+Values indexPut(NodeContext &ctx);
+Values put(NodeContext &ctx);
+Values scatterSrc(NodeContext &ctx);
+Values scatterValue(NodeContext &ctx);
+Values scatterReduceOld(NodeContext &ctx);
+Values scatterAdd(NodeContext &ctx);
+Values scatterReduceTwo(NodeContext &ctx);
+Values indexReduce(NodeContext &ctx);
+Values embeddingBag(NodeContext &ctx);
+Values maskedScatter(NodeContext &ctx);
+Values histc(NodeContext &ctx);
+Values searchsorted(NodeContext &ctx);
+Values bucketize(NodeContext &ctx);
+Values embeddingBagDenseBackward(NodeContext &ctx);
+Values embeddingBagBackward(NodeContext &ctx);
+Values embeddingBagPerSampleWeightsBackward(NodeContext &ctx);
 
 // AtenKernel.cpp
 Values kernel(NodeContext &ctx);

@@ -62,7 +62,7 @@ Values convolution(NodeContext &ctx) {
 
 /// Integer cumsum along the last dim of [rows, L], exactly (int64 adds wrap as in torch): a
 /// log-step scan, y += y shifted right by s zero-filled, for s = 1, 2, 4, ... < L.
-static Value integerScan(NodeContext &ctx, Value flat) {
+Value integerScan(NodeContext &ctx, Value flat) {
   auto t = typeOf(flat);
   int64_t rows = t.getDimSize(0), length = t.getDimSize(1);
   Value y = flat;

@@ -158,7 +158,16 @@ Values embedding(NodeContext &ctx) {
 /// index_select(x, dim, index): gather rows of x viewed as [size(dim), rest].
 Values indexSelect(NodeContext &ctx) {
   Value x = ctx.tensor(0), index = ctx.tensor(2);
-  ctx.requireRankAtLeast(x, 1, "index_select's input");
+  if (typeOf(x).getRank() == 0) { // a 0-d input is a 1-element vector here
+    ctx.dim(ctx.integer(1, "dim", 0), 0);
+    if (typeOf(index).getNumElements() != 1)
+      throw ImportError("index_select of a 0-d input takes one index, got " +
+                        std::to_string(typeOf(index).getNumElements()));
+    Value y = ctx.b.create<nt::GatherRowsOp>(
+        ctx.loc, RankedTensorType::get({typeOf(index).getNumElements(), 1}, typeOf(x).getElementType()),
+        ctx.reshape(x, {1, 1}), ctx.reshape(index, {typeOf(index).getNumElements()}));
+    return {ctx.reshape(y, ctx.resultType().getShape())};
+  }
   auto t = typeOf(x);
   int64_t rank = t.getRank(), dim = ctx.dim(ctx.integer(1, "dim", 0), rank);
   SmallVector<int64_t> perm = {dim};
@@ -183,41 +192,6 @@ Values indexSelect(NodeContext &ctx) {
   for (int64_t i = 0; i < rank; ++i)
     inverse[perm[i]] = i;
   return {ctx.permute(y, inverse)};
-}
-
-/// index_put(self, [index], values, accumulate=True) on dim 0: the scatter-add of
-/// embedding backward, as a matmul with a one-hot matrix on the Tensor engine:
-/// self + onehot(index)^T @ values.
-Values indexPut(NodeContext &ctx) {
-  Value self = ctx.tensor(0), values = ctx.tensor(2);
-  if (!ctx.integer(3, "accumulate", 0))
-    throw ImportError("index_put without accumulate=True is not supported");
-  SmallVector<Value> indices = ctx.tensorList(1, "indices");
-  if (indices.size() != 1)
-    throw ImportError("index_put with " + std::to_string(indices.size()) +
-                      " index tensors is not supported (one, on dim 0, is)");
-  ctx.requireRankAtLeast(self, 1, "index_put's input");
-  auto st = typeOf(self);
-  Type et = st.getElementType();
-  if (!isa<FloatType>(et))
-    throw ImportError("index_put accumulates float tensors only");
-  if (!isa<IntegerType>(typeOf(indices[0]).getElementType()))
-    throw ImportError("index_put's index must be an integer tensor");
-  ctx.requireExpandable(st.getDimSize(0), "index_put's row positions");
-  int64_t rows = st.getDimSize(0), width = st.getNumElements() / std::max<int64_t>(rows, 1);
-  int64_t n = typeOf(indices[0]).getNumElements();
-  Value idx = ctx.reshape(indices[0], {n, 1});
-  auto iotaType = RankedTensorType::get({1, rows}, typeOf(idx).getElementType());
-  SmallVector<APInt> iota;
-  for (int64_t i = 0; i < rows; ++i)
-    iota.push_back(APInt(typeOf(idx).getElementType().getIntOrFloatBitWidth(), i, true));
-  Value positions = ctx.b.create<nt::ConstantOp>(
-      ctx.loc, iotaType, cast<ElementsAttr>(DenseElementsAttr::get(iotaType, iota)));
-  Value onehot = ctx.castTo(ctx.binary(ntorch::BinaryFn::eq, idx, positions), et);
-  Value flatValues = ctx.reshape(ctx.castTo(values, et), {n, width});
-  Value sums = ctx.b.create<nt::MatmulOp>(ctx.loc, RankedTensorType::get({rows, width}, et), onehot,
-                                          flatValues, /*transpose_lhs=*/true, false);
-  return {ctx.binary(ntorch::BinaryFn::add, self, ctx.reshape(sums, st.getShape()))};
 }
 
 /// Positions 0..n-1 along the last dim of a tensor of rank `rank`: shape [1, ..., 1, n].
@@ -249,23 +223,6 @@ static SmallVector<int64_t> inversePerm(ArrayRef<int64_t> perm) {
   for (size_t i = 0; i < perm.size(); ++i)
     inv[perm[i]] = i;
   return inv;
-}
-
-/// Zeros of `elementType` shaped like `index` plus a trailing 1, read through an
-/// indirect DMA gather of `positions` rows: the DMA validates every index against its
-/// table, so an index outside [0, positions) raises on the device where eager raises
-/// "index out of bounds", instead of selecting nothing. Used as a one-hot select's zero
-/// operand, the check is part of the result's data flow.
-static Value boundsCheckedZeros(NodeContext &ctx, Value index, int64_t positions,
-                                Type elementType) {
-  auto it = typeOf(index);
-  int64_t n = it.getNumElements();
-  Value table = ctx.splat(RankedTensorType::get({positions, 1}, elementType), 0.0);
-  Value rows = ctx.b.create<nt::GatherRowsOp>(
-      ctx.loc, RankedTensorType::get({n, 1}, elementType), table, ctx.reshape(index, {n}));
-  SmallVector<int64_t> shape(it.getShape());
-  shape.push_back(1);
-  return ctx.reshape(rows, shape);
 }
 
 /// gather(x, dim, index): out[..., k] = x[..., index[..., k]] along `dim`, as a one-hot
@@ -303,36 +260,6 @@ Values gather(NodeContext &ctx) {
                                             hit, ctx.reshape(x, xShape), zero);
   Value y = ctx.reduce(ntorch::ReduceFn::sum, picked, {rank}, false);
   (void)k;
-  return {perm.empty() ? y : ctx.permute(y, inversePerm(perm))};
-}
-
-/// scatter.value(self, dim, index, value): self with `value` where index points,
-/// as a one-hot mask over the scattered dim.
-Values scatterValue(NodeContext &ctx) {
-  Value self = ctx.tensor(0), index = ctx.tensor(2);
-  ctx.requireRankAtLeast(self, 1, "scatter's input");
-  auto st = typeOf(self);
-  int64_t rank = st.getRank(), dim = ctx.dim(ctx.integer(1, "dim", 0), rank);
-  if (typeOf(index).getRank() != rank || !isa<IntegerType>(typeOf(index).getElementType()))
-    throw ImportError("scatter's index must be an integer tensor of the input's rank");
-  ctx.requireExpandable(st.getDimSize(dim), "scatter's positions");
-  SmallVector<int64_t> perm = lastDimPerm(dim, rank);
-  if (!perm.empty()) {
-    self = ctx.permute(self, perm);
-    index = ctx.permute(index, perm);
-  }
-  auto it = typeOf(index);
-  int64_t c = typeOf(self).getShape().back();
-  SmallVector<int64_t> idxShape(it.getShape());
-  idxShape.push_back(1);
-  Value hit = ctx.binary(ntorch::BinaryFn::eq, ctx.reshape(index, idxShape),
-                         positions(ctx, c, rank + 1, it.getElementType()));
-  // Any of the K indices: reduce over K.
-  Value mask = ctx.reduce(ntorch::ReduceFn::max, hit, {rank - 1}, false);
-  if (typeOf(mask).getShape() != typeOf(self).getShape())
-    throw ImportError("scatter with an index smaller than the input outside `dim` is not supported");
-  Value value = ctx.scalar(st.getElementType(), ctx.number(3, "value", 0.0));
-  Value y = ctx.b.create<nt::SelectOp>(ctx.loc, typeOf(self), mask, value, self);
   return {perm.empty() ? y : ctx.permute(y, inversePerm(perm))};
 }
 
@@ -486,58 +413,13 @@ Values indexTensor(NodeContext &ctx) {
   const nlohmann::json *list = ctx.arg(1, "indices");
   if (!list || !list->is_array() || list->empty())
     throw ImportError("index.Tensor needs a non-empty list of index tensors");
-  SmallVector<Value> all = ctx.optionalTensorList(1, "indices");
-  if ((int64_t)all.size() > typeOf(x).getRank())
-    throw ImportError("index.Tensor with " + std::to_string(all.size()) +
-                      " indices for a tensor of rank " + std::to_string(typeOf(x).getRank()));
-  // Skipped dims (None: x[:, i], nearest upsampling) around one run of indexed dims
-  // [first, first + k): move the run to the front, gather, and put the indexed result
-  // dims back where the run was, as eager does for adjacent indices.
-  int64_t first = -1, k = 0;
-  for (auto [j, v] : llvm::enumerate(all)) {
-    if (!v)
-      continue;
-    if (first >= 0 && int64_t(j) != first + k)
-      throw ImportError("index.Tensor with indexed dims separated by a skipped dim is not "
-                        "supported");
-    if (first < 0)
-      first = j;
-    ++k;
-  }
-  if (first < 0)
+  IndexedRows r = indexedRows(ctx, x, ctx.optionalTensorList(1, "indices"), "index.Tensor");
+  if (r.first < 0)
     return {x}; // every dim skipped: x itself
-  SmallVector<Value> indices(all.begin() + first, all.begin() + first + k);
-  int64_t rank = typeOf(x).getRank();
-  SmallVector<int64_t> toFront;
-  for (int64_t d = first; d < first + k; ++d)
-    toFront.push_back(d);
-  for (int64_t d = 0; d < rank; ++d)
-    if (d < first || d >= first + k)
-      toFront.push_back(d);
-  if (first > 0)
-    x = ctx.permute(x, toFront);
+  int64_t first = r.first, k = r.k, rank = typeOf(x).getRank();
+  Value linear = r.linear;
+  x = r.moved;
   auto t = typeOf(x);
-  Type i64 = ctx.b.getI64Type();
-  Value linear;
-  for (auto [j, index] : llvm::enumerate(indices)) {
-    Type et = typeOf(index).getElementType();
-    if (et.isInteger(1))
-      throw ImportError("index.Tensor with a boolean mask is not supported (its result shape "
-                        "depends on the data)");
-    if (!isa<IntegerType>(et))
-      throw ImportError("index.Tensor's index " + std::to_string(j) + " must be an integer tensor");
-    int64_t n = t.getDimSize(j);
-    Value v = ctx.castTo(index, i64);
-    Value wrapped = ctx.binaryScalar(ntorch::BinaryFn::add, v, (double)n);
-    Value negative = ctx.binaryScalar(ntorch::BinaryFn::lt, v, 0.0);
-    v = ctx.b.create<nt::SelectOp>(ctx.loc, typeOf(v), negative, wrapped, v);
-    if (k > 1)
-      v = ctx.binary(ntorch::BinaryFn::add, v,
-                     ctx.reshape(boundsCheckedZeros(ctx, v, n, i64), typeOf(v).getShape()));
-    linear = linear ? ctx.binary(ntorch::BinaryFn::add,
-                                 ctx.binaryScalar(ntorch::BinaryFn::mul, linear, (double)n), v)
-                    : v;
-  }
   int64_t rows = product(t.getShape().take_front(k));
   int64_t rest = rows ? t.getNumElements() / rows : 0;
   SmallVector<int64_t> gathered(typeOf(linear).getShape());

@@ -186,13 +186,13 @@ static DenseElementsAttr constantValue(RankedTensorType type, const json &data) 
   return DenseElementsAttr::get(type, values);
 }
 
-/// aten.index and aten.index_put take a bool or uint8 index tensor as a mask (the positions
-/// of its nonzero elements), where their importers read positions: rejected, not miscomputed.
+/// aten.index takes a bool or uint8 index tensor as a mask (the positions of its nonzero
+/// elements), where its importer reads positions: rejected, not miscomputed. (index_put's
+/// importer takes the masks it can handle and rejects the others itself.)
 static void rejectMaskIndices(const std::string &target, const json &node,
                               const std::function<Value(const json &)> &lookup) {
   llvm::StringRef op(target);
-  if (!op.starts_with("aten.index.") && !op.starts_with("aten.index_put") &&
-      !op.starts_with("aten._unsafe_index"))
+  if (!op.starts_with("aten.index.") && !op.starts_with("aten._unsafe_index"))
     return;
   const json &args = node.at("args");
   const json *indices = args.is_array() && args.size() > 1 ? &args[1] : nullptr;

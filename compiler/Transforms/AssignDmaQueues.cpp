@@ -69,23 +69,32 @@ Operation *nextLoop(Operation *op) {
   for (Operation *next = op->getNextNode(); next; next = next->getNextNode()) {
     if (isa<nisa::LoopOp>(next))
       return next;
-    if (!isa<nisa::DmaCopyOp, nisa::DmaGatherOp, nisa::BufferOp>(next))
+    if (!isa<nisa::DmaCopyOp, nisa::DmaGatherOp, nisa::DmaScatterOp, nisa::BufferOp>(next))
       return nullptr;
   }
   return nullptr;
 }
 
 bool isStore(Operation *op) {
+  if (isa<nisa::DmaScatterOp>(op))
+    return true;
   auto copy = dyn_cast<nisa::DmaCopyOp>(op);
   return copy && copy.getSrc().getSpace() != MemSpace::hbm &&
          copy.getDst().getSpace() == MemSpace::hbm;
+}
+
+/// Bytes a transfer moves: a scatter's rows (its dst pattern is the whole table).
+int64_t movedBytes(Operation *op) {
+  if (auto scatter = dyn_cast<nisa::DmaScatterOp>(op))
+    return bytesOf(scatter.getSrc());
+  return bytesOf(cast<nisa::InstructionOpInterface>(op).getWritePattern());
 }
 
 struct NeuronAssignDmaQueuesPass : impl::NeuronAssignDmaQueuesBase<NeuronAssignDmaQueuesPass> {
   void runOnOperation() override {
     SmallVector<Operation *> dmas;
     getOperation().walk([&](Operation *op) {
-      if (isa<nisa::DmaCopyOp, nisa::DmaGatherOp>(op))
+      if (isa<nisa::DmaCopyOp, nisa::DmaGatherOp, nisa::DmaScatterOp>(op))
         dmas.push_back(op);
     });
     // Inside a loop nest, loads and stores get disjoint queues, sized by the bytes each
@@ -106,7 +115,7 @@ struct NeuronAssignDmaQueuesPass : impl::NeuronAssignDmaQueuesBase<NeuronAssignD
       if (Operation *nest = outermostLoop(op))
         (isStore(op) ? nests[nest].storeBytes : nests[nest].loadBytes) +=
             double(instances(op)) *
-            bytesOf(cast<nisa::InstructionOpInterface>(op).getWritePattern());
+            movedBytes(op);
     for (auto &[nest, pools] : nests) {
       if (pools.loadBytes == 0 || pools.storeBytes == 0)
         continue;

@@ -35,7 +35,7 @@ const char *const kOpcodeNames[] = {
     "tensor_tensor", "tensor_scalar", "tensor_copy",
     "tensor_reduce", "memset",        "iota",
     "select",        "dma_gather",    "random",
-    "collective"};
+    "collective",    "dma_scatter"};
 const char *const kActFuncNames[] = {
     "identity", "relu",       "exp",  "log",       "tanh",    "sigmoid", "sqrt",
     "rsqrt",    "erf",        "gelu", "gelu_tanh", "silu",    "square",  "abs",
@@ -48,7 +48,7 @@ const char *const kAluOpNames[] = {"add", "sub", "mul", "div", "max", "min",
 static_assert(sizeof(kDTypeNames) / sizeof(*kDTypeNames) ==
               size_t(DType::Bool) + 1);
 static_assert(sizeof(kOpcodeNames) / sizeof(*kOpcodeNames) ==
-              size_t(Opcode::Collective) + 1);
+              size_t(Opcode::DmaScatter) + 1);
 static_assert(sizeof(kCollectiveKindNames) / sizeof(*kCollectiveKindNames) ==
               size_t(CollectiveKind::AllToAll) + 1);
 static_assert(sizeof(kActFuncNames) / sizeof(*kActFuncNames) ==

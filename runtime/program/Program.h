@@ -127,6 +127,13 @@ enum class Opcode : uint8_t {
   Collective,   // dst(hbm) = collective `collective` over Program::groups[group] of
                 // srcs[0](hbm), reducing with `alu` (Add/Mul/Max/Min); on the collective
                 // queue. The ranks' data moves through RunOptions::collective.
+  DmaScatter,   // dst row srcs[1][p] = srcs[0][p, :] (DMA): dst is the HBM pattern of row 0
+                // with dims[0] = {row stride, rows}; srcs[0] an SBUF [P, F] tile;
+                // srcs[1] an SBUF [P, 1] integer tile. Rows are written in partition
+                // order: of duplicate indices the highest partition's row wins. With
+                // `accumulate`, dst row = dst row <alu> src row instead (Add/Mul/Max/Min,
+                // computed as a Vector op of dst's dtype would: fp32 rounded to dst, exact
+                // int64 for integers), duplicates combined in partition order.
 };
 
 /// What a Collective instruction computes, for a group of n ranks (rank r):

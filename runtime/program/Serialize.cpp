@@ -199,7 +199,8 @@ json instructionToJson(const Instruction &in) {
     j["waits"] = std::move(waits);
   }
   bool usesAlu = op == Opcode::TensorTensor || op == Opcode::TensorScalar ||
-                 op == Opcode::TensorReduce || op == Opcode::Collective;
+                 op == Opcode::TensorReduce || op == Opcode::Collective ||
+                 op == Opcode::DmaScatter;
   bool usesImm = op == Opcode::Activation || op == Opcode::TensorScalar ||
                  op == Opcode::Memset || op == Opcode::Iota || op == Opcode::Random;
   if (op == Opcode::Activation || in.func != ActFunc::Identity)
@@ -208,7 +209,7 @@ json instructionToJson(const Instruction &in) {
     j["alu"] = aluOpName(in.alu);
   if (usesImm || in.imm[0] != 0 || in.imm[1] != 0)
     j["imm"] = {numberToJson(in.imm[0]), numberToJson(in.imm[1])};
-  if (op == Opcode::Matmul || in.accumulate)
+  if (op == Opcode::Matmul || op == Opcode::DmaScatter || in.accumulate)
     j["accumulate"] = in.accumulate;
   if (op == Opcode::TensorScalar || in.reverse)
     j["reverse"] = in.reverse;

@@ -99,6 +99,7 @@ private:
   void expectSameShape(const ApFacts &a, const ApFacts &b, int src) const;
   InstrShape checkDma();
   InstrShape checkGather();
+  InstrShape checkScatter();
   InstrShape checkMatmul();
   InstrShape checkCollective();
   InstrShape checkCompute();
@@ -131,6 +132,7 @@ void Checker::checkQueue() {
   switch (inst_.opcode) {
   case Opcode::DmaCopy:
   case Opcode::DmaGather:
+  case Opcode::DmaScatter:
     ok = e == Engine::Dma;
     break;
   case Opcode::Matmul:
@@ -392,6 +394,48 @@ InstrShape Checker::checkGather() {
   return sh;
 }
 
+InstrShape Checker::checkScatter() {
+  expectSrcs(2);
+  const AccessPattern &table = inst_.dst, &src = inst_.srcs[0], &idx = inst_.srcs[1];
+  expectSpace(table, -1, MemSpace::Hbm);
+  expectSpace(src, 0, MemSpace::Sbuf);
+  expectSpace(idx, 1, MemSpace::Sbuf);
+  if (table.dims.empty())
+    fail("dst needs a row dim {row stride, rows} first");
+  checkAp(table, -1, false); // every row of the table lies inside its buffer
+  ApFacts s = checkAp(src, 0, false);
+  ApFacts ix = checkAp(idx, 1, false);
+  if (idx.dtype != DType::I32 && idx.dtype != DType::I64)
+    fail(std::string("index dtype ") + dtypeName(idx.dtype) +
+         " is not supported (i32, i64)");
+  if (ix.partitions != s.partitions || ix.freeElems != 1)
+    fail("srcs[1] must be a [" + std::to_string(s.partitions) +
+         ", 1] index tile, got [" + std::to_string(ix.partitions) + ", " +
+         std::to_string(ix.freeElems) + "]");
+  if (src.dtype != table.dtype)
+    fail(std::string("srcs[0] dtype ") + dtypeName(src.dtype) +
+         " differs from the table dtype " + dtypeName(table.dtype) +
+         " (DMA does not convert)");
+  if (inst_.accumulate && inst_.alu != AluOp::Add && inst_.alu != AluOp::Mul &&
+      inst_.alu != AluOp::Max && inst_.alu != AluOp::Min)
+    fail(std::string("accumulates with ") + aluOpName(inst_.alu) +
+         "; a scatter combines with add, mul, max or min");
+  int64_t row = 1;
+  for (size_t k = 1; k < table.dims.size(); ++k)
+    row *= table.dims[k][1];
+  if (row != s.freeElems)
+    fail("srcs[0] has " + std::to_string(s.freeElems) +
+         " elements per partition but a table row has " + std::to_string(row));
+  InstrShape sh;
+  sh.partitions = s.partitions;
+  sh.freeElems = s.freeElems;
+  sh.bytes = s.partitions * s.freeElems * dtypeSize(table.dtype);
+  sh.hbmSides = inst_.accumulate ? 2 : 1; // an accumulate reads the rows too
+  sh.gatherRows = s.partitions;
+  sh.tableRows = table.dims[0][1];
+  return sh;
+}
+
 InstrShape Checker::checkMatmul() {
   expectSrcs(2);
   const AccessPattern &stat = inst_.srcs[0], &mov = inst_.srcs[1];
@@ -550,6 +594,8 @@ InstrShape Checker::checkOperands() {
     return checkDma();
   case Opcode::DmaGather:
     return checkGather();
+  case Opcode::DmaScatter:
+    return checkScatter();
   case Opcode::Matmul:
     return checkMatmul();
   default:

@@ -17,10 +17,10 @@ struct InstrShape {
   int64_t partitions = 1; // partitions of dst (compute instructions)
   int64_t freeElems = 0;  // N of the cost formulas: free elements per partition
   int64_t matmulK = 0, matmulM = 0, matmulN = 0;
-  int64_t bytes = 0; // DmaCopy, DmaGather: bytes moved
-  int hbmSides = 0;  // DmaCopy, DmaGather: how many of src/dst are in HBM
-  int64_t gatherRows = 0; // DmaGather: rows gathered (= dst partitions)
-  int64_t tableRows = 0;  // DmaGather: rows of the table (valid indices)
+  int64_t bytes = 0; // DmaCopy, DmaGather, DmaScatter: bytes moved
+  int hbmSides = 0;  // DmaCopy, DmaGather, DmaScatter: HBM sides (an accumulate: 2)
+  int64_t gatherRows = 0; // DmaGather, DmaScatter: rows moved (one descriptor each)
+  int64_t tableRows = 0;  // DmaGather, DmaScatter: rows of the table (valid indices)
   bool touchesSbuf = false, touchesPsum = false;
   // SBUF/PSUM dst: the byte range inside a partition at the base offset (the
   // first iteration of the loops around the instruction).

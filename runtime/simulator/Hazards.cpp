@@ -272,7 +272,8 @@ HazardDetector::footprints(size_t index) {
   // Reads first: an instruction may read what it overwrites.
   for (const AccessPattern &src : inst.srcs)
     add(src, false);
-  if (inst.opcode == Opcode::Matmul && inst.accumulate)
+  if ((inst.opcode == Opcode::Matmul || inst.opcode == Opcode::DmaScatter) &&
+      inst.accumulate)
     add(inst.dst, false);
   add(inst.dst, true);
   return fps;

@@ -14,7 +14,7 @@
 // instructions cost per CostModel.h; an instruction whose start was set by a
 // wait pays the static overhead too.
 // DMA transfers take dmaFixedNs + bytes / dmaBytesPerNsPerQueue on their
-// queue (a DmaGather dmaDescriptorNs more per row) and reserve time on the
+// queue (a DmaGather or DmaScatter dmaDescriptorNs more per row) and reserve time on the
 // shared HBM channel (HbmChannel.h); the "dma" busy time is the union of
 // their intervals (DmaBusy.h). On NC-v2 (sharedSbufPsumPorts) Vector/GpSimd
 // serialize on SBUF and Vector/Scalar on PSUM.

@@ -74,6 +74,8 @@ void appendInt(std::string &out, uint64_t v) { out += std::to_string(v); }
 int64_t operandBytes(const Instruction &inst) {
   if (inst.opcode == Opcode::DmaCopy || inst.opcode == Opcode::DmaGather)
     return inst.dst.numBytes();
+  if (inst.opcode == Opcode::DmaScatter)
+    return inst.srcs[0].numBytes();
   int64_t b = inst.dst.numBytes();
   for (const auto &s : inst.srcs)
     b += s.numBytes();

@@ -18,7 +18,7 @@
 //   args  instruction  index in Program::instructions
 //         origin       Program::origins[inst.origin] (ATen node, source line);
 //                      absent if the program has no such origin
-//         bytes        DmaCopy, DmaGather: bytes moved; others: bytes read
+//         bytes        DmaCopy, DmaGather, DmaScatter: bytes moved; others: bytes read
 //                      + written
 //         waits        ["Scalar>=2", ...]: the semaphore waits; a value with
 //                      loop terms reads "Scalar>=1+2*i0+1*(i1%4)" (i<level>:

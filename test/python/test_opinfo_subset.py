@@ -17,7 +17,8 @@ sweep = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(sweep)
 
 # Spread over elementwise, reductions, shapes, indexing, normalization, linear algebra,
-# random ops (whose OpInfo wrappers fork the accelerator's RNG state) and item.
+# random ops (whose OpInfo wrappers fork the accelerator's RNG state), item and indexed
+# writes (indirect DMA scatters).
 OPS = [
     "abs", "add", "addcmul", "addmm", "amax", "argmax", "bmm", "cat", "clamp",
     "cos", "cumsum", "div.no_rounding_mode", "exp", "flip", "gather",
@@ -26,6 +27,7 @@ OPS = [
     "nn.functional.silu", "permute", "pow", "prod", "repeat", "rsqrt", "sigmoid", "sign",
     "softmax", "sqrt", "stack", "sum", "tanh", "transpose", "tril", "trunc", "where",
     "item", "uniform", "atan2", "slice_scatter",
+    "index_put", "scatter_reduce.mean", "nn.functional.embedding_bag",
 ]
 
 

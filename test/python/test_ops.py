@@ -1214,6 +1214,23 @@ TESTED_ELSEWHERE = {
     "aten.unbind_copy.int",
     "aten.unfold.default",
     "aten.view_copy.default",
+    # test_indexing_ops.py: indirect DMA scatters (index_put's other forms, embedding_bag)
+    "aten._embedding_bag.default",
+    "aten._embedding_bag_backward.default",
+    "aten._embedding_bag_dense_backward.default",
+    "aten._embedding_bag_forward_only.default",
+    "aten._embedding_bag_per_sample_weights_backward.default",
+    "aten.index_reduce.default",
+    "aten.put.default",
+    "aten.scatter.reduce",
+    "aten.scatter.src",
+    "aten.scatter.value_reduce",
+    "aten.scatter_add.default",
+    "aten.scatter_reduce.two",
+    "aten.masked_scatter.default",
+    "aten.histc.default",
+    "aten.searchsorted.Tensor",
+    "aten.bucketize.Tensor",
     # test_kernels.py: custom tile kernels, eagerly and inside compiled graphs
     "neuronsim.kernel.default",
 }

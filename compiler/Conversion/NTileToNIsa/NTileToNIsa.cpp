@@ -260,6 +260,20 @@ struct GatherToNIsa : ToNIsa<ntile::GatherOp> {
   }
 };
 
+struct ScatterToNIsa : ToNIsa<ntile::ScatterOp> {
+  using ToNIsa::ToNIsa;
+  LogicalResult matchAndRewrite(ntile::ScatterOp op, OpAdaptor,
+                                ConversionPatternRewriter &r) const override {
+    int64_t columns = memrefType(op.getSource()).getDimSize(1);
+    r.replaceOpWithNewOp<nisa::DmaScatterOp>(
+        op, queue(r, op, nisa::kQueueDma0),
+        memory.gatherTable(op.getTable(), op.getColumn(), columns),
+        memory.wholeTile(op.getSource()), memory.wholeTile(op.getIndices()),
+        op.getAccumulateAttr(), nullptr, nullptr);
+    return success();
+  }
+};
+
 struct CollectiveToNIsa : ToNIsa<ntile::CollectiveOp> {
   using ToNIsa::ToNIsa;
   LogicalResult matchAndRewrite(ntile::CollectiveOp op, OpAdaptor,
@@ -424,7 +438,7 @@ struct ConvertNTileToNIsaPass : impl::ConvertNTileToNIsaBase<ConvertNTileToNIsaP
                    EraseMemoryOp<ntile::ReinterpretOp>, EraseMemoryOp<ntile::ViewOp>, LoopToNIsa,
                    DmaToNIsa, GatherToNIsa, CollectiveToNIsa, RandomToNIsa, MatmulToNIsa,
                    ActivationToNIsa, TensorTensorToNIsa, TensorScalarToNIsa, CopyToNIsa,
-                   ReduceToNIsa, SelectToNIsa>(ctx, memory);
+                   ReduceToNIsa, SelectToNIsa, ScatterToNIsa>(ctx, memory);
       if (failed(applyFullConversion(func, legal, std::move(patterns))))
         return signalPassFailure();
       // The program's buffers are its interface now: the function takes no arguments.

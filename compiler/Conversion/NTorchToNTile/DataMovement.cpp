@@ -120,6 +120,37 @@ static LogicalResult lowerGatherRows(TileEmitter &e, ntorch::GatherRowsOp op) {
   return success();
 }
 
+/// The input copied, then the rows of values written (or combined) at their indices,
+/// 128 at a time in index order, through indirect DMA scatters: DMAs alone, one
+/// descriptor per row, whatever the number of table rows.
+static LogicalResult lowerScatterRows(TileEmitter &e, ntorch::ScatterRowsOp op) {
+  auto in = tensorType(op.getInput()), idx = tensorType(op.getIndices());
+  Location loc = op.getLoc();
+  int64_t n = idx.getNumElements(), width = in.getDimSize(1);
+  Value out = e.createResultBuffer(op.getResult(), loc);
+  if (in.getNumElements() > 0)
+    e.copyStrided(loc, e.buffer(op.getInput()), 0, contiguousStrides(in.getShape()), out,
+                  in.getShape());
+  if (n == 0 || width == 0)
+    return success();
+  int64_t maxFree = e.maxTileFree(ntile::getElementBytes(in.getElementType()));
+  int64_t P = e.target.partitions;
+  e.tiled(loc, n, P, [&](const Offset &block, int64_t pr) {
+    Offset r0 = block * P;
+    Value ids = e.allocTile(loc, pr, 1, idx.getElementType(), MemSpace::sbuf);
+    e.dma(loc, e.buffer(op.getIndices()), e.pattern(r0, {{1, pr}, {1, 1}}), ids,
+          e.pattern(0, {{1, pr}, {1, 1}}));
+    for (int64_t c0 = 0; c0 < width; c0 += maxFree) {
+      int64_t fc = std::min(maxFree, width - c0);
+      Value tile = e.allocTile(loc, pr, fc, in.getElementType(), MemSpace::sbuf);
+      e.dma(loc, e.buffer(op.getValues()), e.pattern(r0 * width + c0, {{width, pr}, {1, fc}}),
+            tile, e.pattern(0, {{fc, pr}, {1, fc}}));
+      e.b.create<ntile::ScatterOp>(loc, tile, out, ids, c0, op.getAccumulateAttr());
+    }
+  });
+  return success();
+}
+
 /// Tiles of the GpSimd engine's generator stored row by row: a loop over full blocks of
 /// 128 rows of `width`, then the last rows and the last partial row. Each ntile.random
 /// (instruction) gets its own stream, 16 per ntorch op.
@@ -194,6 +225,7 @@ LogicalResult lowerDataMovement(TileEmitter &e, Operation *op) {
       .Case([&](ntorch::InsertStridedOp i) { return lowerInsertStrided(e, i); })
       .Case([&](ntorch::PadOp p) { return lowerPad(e, p); })
       .Case([&](ntorch::GatherRowsOp g) { return lowerGatherRows(e, g); })
+      .Case([&](ntorch::ScatterRowsOp s) { return lowerScatterRows(e, s); })
       .Case([&](ntorch::CollectiveOp c) { return lowerCollective(e, c); })
       .Case([&](ntorch::RandomOp r) { return lowerRandom(e, r); })
       .Default([](Operation *) { return failure(); });

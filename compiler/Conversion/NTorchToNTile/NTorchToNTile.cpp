@@ -248,7 +248,7 @@ struct ConvertNTorchToNTilePass
           patterns, converter, *t, state, lowerElementwise);
       addFamily<ntorch::ConstantOp, ntorch::ReshapeOp, ntorch::PermuteOp, ntorch::BroadcastOp,
                 ntorch::SliceOp, ntorch::ConcatOp, ntorch::ScatterWindowOp, ntorch::PadOp,
-                ntorch::GatherRowsOp, ntorch::CollectiveOp, ntorch::RandomOp,
+                ntorch::GatherRowsOp, ntorch::ScatterRowsOp, ntorch::CollectiveOp, ntorch::RandomOp,
                 ntorch::AsStridedOp, ntorch::InsertStridedOp>(
           patterns, converter, *t, state, lowerDataMovement);
       addFamily<ntorch::ReduceOp>(patterns, converter, *t, state, lowerReduction);

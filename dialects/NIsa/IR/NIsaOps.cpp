@@ -178,6 +178,25 @@ LogicalResult DmaGatherOp::verify() {
   return success();
 }
 
+LogicalResult DmaScatterOp::verify() {
+  if (failed(verifyInstruction(*this, dmaQueues())))
+    return failure();
+  if (getDst().getSpace() != MemSpace::hbm || getSrc().getSpace() != MemSpace::sbuf ||
+      getIndices().getSpace() != MemSpace::sbuf)
+    return emitOpError("scatters SBUF rows into an HBM table with SBUF indices");
+  if (getIndices().getSize(0) != getSrc().getSize(0) || getIndices().getFreeSize() != 1 ||
+      getDst().getNumElements() / getDst().getSize(0) != getSrc().getFreeSize())
+    return emitOpError("one index per src partition, one row slice per index");
+  if (getSrc().getElementType() != getDst().getElementType())
+    return emitOpError("does not convert element types");
+  if (auto a = getAccumulate();
+      a && *a != neuron::AluOp::add && *a != neuron::AluOp::mul &&
+      *a != neuron::AluOp::max && *a != neuron::AluOp::min)
+    return emitOpError("accumulates with add, mul, max or min, not ")
+           << stringifyAluOp(*a);
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "dialects/NIsa/IR/NIsaOps.cpp.inc"
 

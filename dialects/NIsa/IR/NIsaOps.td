@@ -185,6 +185,29 @@ def NIsa_DmaGatherOp : NIsa_Instruction<"dma_gather",
   }];
 }
 
+def NIsa_DmaScatterOp : NIsa_Instruction<"dma_scatter",
+    (ins NIsa_AccessPatternAttr:$src, NIsa_AccessPatternAttr:$indices,
+         OptionalAttr<Neuron_AluOp>:$accumulate),
+    "$src `[` $indices `]`", "(`accumulate` $accumulate^)?"> {
+  let summary = "indirect DMA: rows indices[p] of the dst table pattern (<accumulate>)= src[p, :]";
+  let description = [{
+    `dst` is the HBM pattern of table row 0 (its first pair is [row stride, rows]; the
+    rest selects the columns); `src` is an SBUF tile with one row per partition and
+    `indices` one integer per partition in SBUF. Rows are written in partition order
+    (the last of duplicate indices wins); with `accumulate` (add, mul, max, min) each
+    row combines with the table's instead (runtime::Opcode::DmaScatter).
+  }];
+  let extraClassDeclaration = [{
+    static ::neuron::runtime::Opcode getOpcode() { return ::neuron::runtime::Opcode::DmaScatter; }
+    llvm::SmallVector<AccessPatternAttr> getReadPatterns() {
+      llvm::SmallVector<AccessPatternAttr> reads = {getSrc(), getIndices()};
+      if (getAccumulate())
+        reads.push_back(getDst());
+      return reads;
+    }
+  }];
+}
+
 def NIsa_RandomOp : NIsa_Instruction<"random", (ins I64Attr:$stream), "`stream` $stream"> {
   let summary = "GpSimd engine: dst = the next uniform [0, 1) numbers of stream `stream`";
   let extraClassDeclaration = [{

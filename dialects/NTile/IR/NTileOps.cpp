@@ -207,6 +207,29 @@ LogicalResult GatherOp::verify() {
   return success();
 }
 
+LogicalResult ScatterOp::verify() {
+  MemRefType table = bufferType(getTable()), idx = bufferType(getIndices()),
+             source = bufferType(getSource());
+  if (getMemSpace(table) != MemSpace::hbm || table.getRank() != 2)
+    return emitOpError("table must be a rank-2 HBM buffer");
+  if (failed(verifyTile(*this, getIndices(), "indices")) ||
+      failed(verifyTile(*this, getSource(), "source")))
+    return failure();
+  if (!isa<IntegerType>(idx.getElementType()) || idx.getDimSize(1) != 1 ||
+      idx.getDimSize(0) != source.getDimSize(0))
+    return emitOpError("indices must be an integer tile [P, 1] matching the source");
+  if (getColumn() < 0 || getColumn() + source.getDimSize(1) > table.getDimSize(1))
+    return emitOpError("columns exceed the table");
+  if (table.getElementType() != source.getElementType())
+    return emitOpError("scatter does not convert element types");
+  if (auto a = getAccumulate();
+      a && *a != neuron::AluOp::add && *a != neuron::AluOp::mul &&
+      *a != neuron::AluOp::max && *a != neuron::AluOp::min)
+    return emitOpError("accumulates with add, mul, max or min, not ")
+           << stringifyAluOp(*a);
+  return success();
+}
+
 void LoopOp::build(OpBuilder &builder, OperationState &state, int64_t count) {
   state.addAttribute("count", builder.getI64IntegerAttr(count));
   state.addRegion()->emplaceBlock();

@@ -227,6 +227,29 @@ def NTile_GatherOp : NTile_Op<"gather"> {
   let hasVerifier = 1;
 }
 
+def NTile_ScatterOp : NTile_Op<"scatter"> {
+  let summary = "indirect DMA: table[indices[p], column : column + F] (<accumulate>)= source[p, :]";
+  let description = [{
+    The table is a rank-2 HBM buffer; indices is an integer SBUF tile [P, 1], source an
+    SBUF tile [P, F]. Rows go in partition order: of duplicate indices the last wins, or
+    with `accumulate` (add, mul, max, min) they combine with the table's row in that
+    order. An index outside the table is an error when the program runs.
+    ```mlir
+    ntile.scatter %t to %table[%ids] column 0 accumulate add : memref<16x32xf32, #ntile.mem<sbuf>>,
+        memref<64x32xf32, #ntile.mem<hbm>>, memref<16x1xi64, #ntile.mem<sbuf>>
+    ```
+  }];
+  let arguments = (ins Arg<NTile_Buffer, "", [MemRead]>:$source,
+                       Arg<NTile_Buffer, "", [MemRead, MemWrite]>:$table,
+                       Arg<NTile_Buffer, "", [MemRead]>:$indices, I64Attr:$column,
+                       OptionalAttr<Neuron_AluOp>:$accumulate);
+  let assemblyFormat = [{
+    $source `to` $table `[` $indices `]` `column` $column (`accumulate` $accumulate^)? attr-dict
+    `:` type($source) `,` type($table) `,` type($indices)
+  }];
+  let hasVerifier = 1;
+}
+
 def NTile_RandomOp : NTile_Op<"random"> {
   let summary = "GpSimd engine: the next uniform [0, 1) numbers of stream `stream`";
   let description = [{

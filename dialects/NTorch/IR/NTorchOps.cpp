@@ -644,6 +644,29 @@ LogicalResult GatherRowsOp::verify() {
   return success();
 }
 
+LogicalResult ScatterRowsOp::verify() {
+  auto in = tensorType(getInput()), idx = tensorType(getIndices()), vals = tensorType(getValues());
+  if (in.getRank() != 2)
+    return emitOpError("input must be rank 2");
+  if (tensorType(getResult()) != in)
+    return emitOpError("result type must be the input's");
+  if (idx.getRank() != 1 || !isa<IntegerType>(idx.getElementType()))
+    return emitOpError("indices must be a rank-1 integer tensor");
+  if (idx.getElementType().isUnsignedInteger() || idx.getElementType().isInteger(1))
+    return emitOpError("takes i32 or i64 indices, not ") << idx.getElementType();
+  if (vals.getElementType() != in.getElementType())
+    return emitOpError("values must have the input's element type");
+  SmallVector<int64_t> expected = {idx.getDimSize(0), in.getDimSize(1)};
+  if (vals.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError("values shape ") << shapeStr(vals.getShape()) << " should be "
+                                        << shapeStr(expected);
+  if (auto a = getAccumulate();
+      a && *a != neuron::AluOp::add && *a != neuron::AluOp::mul &&
+      *a != neuron::AluOp::max && *a != neuron::AluOp::min)
+    return emitOpError("accumulates with add, mul, max or min, not ") << stringifyAluOp(*a);
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Conv2dOp, Pool2dOp
 //===----------------------------------------------------------------------===//

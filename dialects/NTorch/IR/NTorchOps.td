@@ -273,6 +273,29 @@ def NTorch_GatherRowsOp : NTorch_Op<"gather_rows", [Pure]> {
   let hasVerifier = 1;
 }
 
+def NTorch_ScatterRowsOp : NTorch_Op<"scatter_rows", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "input with rows picked by integer indices replaced or combined (index_put, scatter)";
+  let description = [{
+    `result = input; result[indices[i], :] = values[i, :]` for i = 0, 1, ... in order,
+    for a rank-2 input and rank-1 indices: of duplicate indices the last row wins. With
+    `accumulate` (add, mul, max, min), `result[indices[i], :] = result[indices[i], :]
+    <accumulate> values[i, :]` instead, duplicates combined in index order. An index
+    outside [0, rows) is an error when the program runs.
+    ```mlir
+    %r = ntorch.scatter_rows %input[%ids] = %values accumulate add
+        : tensor<64x32xf32>, tensor<16xi64>, tensor<16x32xf32>
+    ```
+  }];
+  let arguments = (ins NTorch_Tensor:$input, NTorch_Tensor:$indices, NTorch_Tensor:$values,
+                       OptionalAttr<Neuron_AluOp>:$accumulate);
+  let results = (outs NTorch_Tensor:$result);
+  let assemblyFormat = [{
+    $input `[` $indices `]` `=` $values (`accumulate` $accumulate^)? attr-dict `:` type($input)
+    `,` type($indices) `,` type($values)
+  }];
+  let hasVerifier = 1;
+}
+
 def NTorch_Conv2dOp : NTorch_Op<"conv2d", [Pure]> {
   let summary = "2-D convolution, NCHW input, OIHW weight (aten.convolution)";
   let description = [{

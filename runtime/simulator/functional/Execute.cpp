@@ -22,7 +22,8 @@
 // and are gathered with one load per run; a tensor_tensor whose one source
 // is broadcast over a chunk runs as tensor_scalar. bf16 -> fp32 copies
 // convert straight into a contiguous dst. DmaGather copies one table row per
-// destination partition, checking each index. Every fast path gives the bits
+// destination partition, checking each index; DmaScatter writes (or combines
+// into) one table row per source partition, in partition order. Every fast path gives the bits
 // of the general path it replaces (test_fast_paths.cpp).
 #include "runtime/simulator/functional/Execute.h"
 #include "runtime/simulator/functional/Random.h"
@@ -807,6 +808,62 @@ void Executor::gatherRows(size_t index, const Instruction &inst,
   }
 }
 
+/// dst row idx[p] = srcs[0][p, :], or dst row <alu>= it (accumulate), in
+/// partition order. Floats combine in fp32 and round to dst's dtype once per
+/// row element and write; integers combine exactly in int64 (wrapping).
+void Executor::scatterRows(size_t index, const Instruction &inst,
+                           const InstrShape &shape) {
+  const int64_t parts = shape.gatherRows, rows = shape.tableRows;
+  const int64_t width = shape.freeElems;
+  int64_t *idx = scratch<int64_t>(0, size_t(parts));
+  Cursor ic(mem_.view(inst.srcs[1]));
+  gather(ic, idx, parts);
+  const AccessPattern &table = inst.dst, &src = inst.srcs[0];
+  AccessPattern row = table; // one row: the table's dims without the first
+  row.dims.erase(row.dims.begin());
+  AccessPattern srcRow = src; // one partition of srcs[0]
+  const int64_t pstride = parts > 1 ? src.dims[0][0] : 0;
+  srcRow.dims[0] = {1, 1};
+  const bool ints = isIntegerDType(table.dtype);
+  for (int64_t p = 0; p < parts; ++p) {
+    const int64_t r = idx[p];
+    if (!(r >= 0 && r < rows))
+      failInstruction(index, inst,
+                      "index " + std::to_string(r) + " (partition " +
+                          std::to_string(p) + ") is outside the table's " +
+                          std::to_string(rows) + " rows");
+    row.offset = table.offset + r * table.dims[0][0];
+    srcRow.partition = uint32_t(int64_t(src.partition) + p * pstride);
+    if (!inst.accumulate) {
+      copyElements(mem_.view(row), mem_.view(srcRow));
+      continue;
+    }
+    Cursor dc(mem_.view(row)), sc(mem_.view(srcRow)), out(mem_.view(row));
+    if (ints) {
+      int64_t *a = scratch<int64_t>(1, size_t(width)), *b = scratch<int64_t>(2, size_t(width));
+      gather(dc, a, width);
+      gather(sc, b, width);
+      for (int64_t i = 0; i < width; ++i) {
+        const uint64_t x = uint64_t(a[i]), y = uint64_t(b[i]);
+        switch (inst.alu) {
+        case AluOp::Mul: a[i] = int64_t(x * y); break;
+        case AluOp::Max: a[i] = std::max(a[i], b[i]); break;
+        case AluOp::Min: a[i] = std::min(a[i], b[i]); break;
+        default: a[i] = int64_t(x + y); break;
+        }
+      }
+      scatter(out, a, width);
+    } else {
+      float *a = scratch<float>(1, size_t(width)), *b = scratch<float>(2, size_t(width));
+      gather(dc, a, width);
+      gather(sc, b, width);
+      for (int64_t i = 0; i < width; ++i)
+        a[i] = combine(inst.alu, a[i], b[i]);
+      scatter(out, a, width);
+    }
+  }
+}
+
 void Executor::run(size_t index, const Instruction &inst,
                    const InstrShape &shape) {
   mem_.prepare(inst);
@@ -816,6 +873,9 @@ void Executor::run(size_t index, const Instruction &inst,
     return;
   case Opcode::DmaGather:
     gatherRows(index, inst, shape);
+    return;
+  case Opcode::DmaScatter:
+    scatterRows(index, inst, shape);
     return;
   case Opcode::Select:
     if (integerPath(inst))

@@ -16,7 +16,7 @@ public:
 
   /// Executes `inst`, instruction `index` of its program; `shape` is what
   /// checkInstruction returned for it. Throws SimulationError on a
-  /// data-dependent error (a DmaGather index out of range, an integer
+  /// data-dependent error (a DmaGather/DmaScatter index out of range, an integer
   /// division by zero).
   void run(size_t index, const Instruction &inst, const InstrShape &shape);
 
@@ -42,6 +42,8 @@ private:
   void pack(const View &v, int64_t rows, int64_t cols, float *out);
   void gatherRows(size_t index, const Instruction &inst,
                   const InstrShape &shape);
+  void scatterRows(size_t index, const Instruction &inst,
+                   const InstrShape &shape);
   template <class T> T *scratch(int slot, size_t n);
 
   Memory &mem_;

@@ -128,6 +128,7 @@ double computeCycles(const Target &t, const Instruction &inst,
     break;
   case Opcode::DmaCopy:
   case Opcode::DmaGather:
+  case Opcode::DmaScatter:
   case Opcode::Collective:
     return 0;
   }

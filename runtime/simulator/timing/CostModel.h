@@ -40,7 +40,7 @@ double stalledOverheadNs(const Target &t, Engine e);
 /// Time one DMA queue needs for a transfer of `bytes`.
 double dmaQueueNs(const Target &t, int64_t bytes);
 
-/// Time one DMA queue needs for a DmaGather of `rows` rows, `bytes` in all:
+/// Time one DMA queue needs for a DmaGather (or DmaScatter) of `rows` rows, `bytes` in all:
 /// a transfer of `bytes` plus dmaDescriptorNs per row (one descriptor each;
 /// the ESTIMATE is explained in Target.cpp).
 double dmaGatherQueueNs(const Target &t, int64_t bytes, int64_t rows);

@@ -71,7 +71,7 @@ Values batchNormTraining(NodeContext &ctx) {
     Values results = batchNormWithStats(ctx, 7);
     results.push_back(ctx.tensor(3));
     results.push_back(ctx.tensor(4));
-    return results;
+    return asResults(ctx, results);
   }
   return asResults(ctx, batchNormBatchStats(ctx, ctx.number(6, "momentum", 0.1),
                                             ctx.number(7, "eps", 1e-5)));

@@ -11,6 +11,7 @@
 #include "compiler/Import/AtenImporters.h"
 
 #include <cmath>
+#include <map>
 
 using namespace mlir;
 using neuron::ntorch::BinaryFn;
@@ -72,7 +73,8 @@ PoolWindow poolWindowNd(NodeContext &ctx, Value x, int64_t r, size_t first, bool
   for (int64_t i = 0; i < r; ++i) {
     int64_t in = t.getDimSize(2 + i), k = w.kernel[i], s = w.stride[i], p = w.padding[i],
             d = w.dilation[i];
-    std::string dim = "spatial dim " + std::to_string(i);
+    static const char *const kNames[] = {"depth", "height", "width"};
+    std::string dim = r <= 3 ? kNames[3 - r + i] : "spatial dim " + std::to_string(i);
     if (k < 1 || s < 1 || d < 1 || p < 0)
       throw ImportError("pooling " + dim + ": kernel " + std::to_string(k) + ", stride " +
                         std::to_string(s) + ", dilation " + std::to_string(d) +
@@ -615,13 +617,21 @@ template <int R> static Values adaptiveMaxPoolNd(NodeContext &ctx) {
   SmallVector<Value> windows;
   SmallVector<Value> positions;
   auto posType = RankedTensorType::get(out, ctx.b.getF32Type());
+  // Gathered along the first dims at the offsets of a prefix of k, reused by the offsets
+  // that share the prefix.
+  std::map<SmallVector<int64_t>, Value> gathered;
   for (auto &k : kernelOffsets(widest)) {
     Value win = x;
     for (int64_t d = 0; d < R; ++d) {
-      SmallVector<int64_t> index;
-      for (int64_t o = 0; o < out[d]; ++o)
-        index.push_back(at(d, o, k[d]));
-      win = gatherAlong(ctx, win, d, index);
+      SmallVector<int64_t> prefix(k.begin(), k.begin() + d + 1);
+      Value &cached = gathered[prefix];
+      if (!cached) {
+        SmallVector<int64_t> index;
+        for (int64_t o = 0; o < out[d]; ++o)
+          index.push_back(at(d, o, k[d]));
+        cached = gatherAlong(ctx, win, d, index);
+      }
+      win = cached;
     }
     windows.push_back(win);
     SmallVector<APFloat> values;
@@ -701,14 +711,20 @@ template <int R> static Values adaptiveMaxPoolBackwardNd(NodeContext &ctx) {
   auto maskType = RankedTensorType::get(in, ctx.b.getF32Type());
   Value zero = ctx.scalar(et, 0.0);
   Value sum;
+  // Gradients and indices gathered at a prefix of the slots, reused by the slots that
+  // share it.
+  std::map<SmallVector<int64_t>, std::pair<Value, Value>> gathered;
   for (auto &k : kernelOffsets(slots)) {
     Value g = grad, i = idx;
     for (int64_t d = 0; d < R; ++d) {
-      SmallVector<int64_t> index;
-      for (int64_t s = 0; s < in[d]; ++s)
-        index.push_back(windowsOf[d][s][std::min<int64_t>(k[d], windowsOf[d][s].size() - 1)]);
-      g = gatherAlong(ctx, g, d, index);
-      i = gatherAlong(ctx, i, d, index);
+      auto &cached = gathered[SmallVector<int64_t>(k.begin(), k.begin() + d + 1)];
+      if (!cached.first) {
+        SmallVector<int64_t> index;
+        for (int64_t s = 0; s < in[d]; ++s)
+          index.push_back(windowsOf[d][s][std::min<int64_t>(k[d], windowsOf[d][s].size() - 1)]);
+        cached = {gatherAlong(ctx, g, d, index), gatherAlong(ctx, i, d, index)};
+      }
+      std::tie(g, i) = cached;
     }
     // Where the slot exists at every dim, the flat position; else -1 (never an index).
     SmallVector<APFloat> values;

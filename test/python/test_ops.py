@@ -1207,6 +1207,22 @@ TESTED_ELSEWHERE = {
     "aten.unbind_copy.int",
     "aten.unfold.default",
     "aten.view_copy.default",
+    # test_conv_pool_ops.py: convolutions, pooling and batch norm variants, forward and backward
+    "aten._adaptive_avg_pool2d_backward.default",
+    "aten._adaptive_avg_pool3d.default",
+    "aten._adaptive_avg_pool3d_backward.default",
+    "aten._batch_norm_with_update_functional.default",
+    "aten._native_batch_norm_legit.no_stats",
+    "aten._trilinear.default",
+    "aten.adaptive_max_pool2d.default",
+    "aten.adaptive_max_pool2d_backward.default",
+    "aten.adaptive_max_pool3d.default",
+    "aten.adaptive_max_pool3d_backward.default",
+    "aten.avg_pool2d_backward.default",
+    "aten.avg_pool3d.default",
+    "aten.avg_pool3d_backward.default",
+    "aten.max_pool3d_with_indices.default",
+    "aten.max_pool3d_with_indices_backward.default",
 }
 
 

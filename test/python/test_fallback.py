@@ -236,30 +236,30 @@ def test_cpu_fallback_with_several_islands():
     assert neuronsim.cache_stats()["compiles"] >= 2
 
 
-class TransposedConv(torch.nn.Module):
-    """aten.convolution is supported, but not transposed: its group fails to lower."""
+class FloatFmod(torch.nn.Module):
+    """aten.fmod is supported for integer tensors only: a float fmod's group fails to lower."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.up = torch.nn.ConvTranspose2d(4, 3, 2, stride=2)
+        self.proj = torch.nn.Linear(5, 5)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.sigmoid(self.up(torch.relu(x)) * 3.0)
+        return torch.sigmoid(torch.fmod(self.proj(torch.relu(x)), 0.7) * 3.0)
 
 
 def test_group_that_fails_to_lower_falls_back_with_a_warning():
-    model, x = TransposedConv(), torch.randn(2, 4, 5, 5)
-    with torch.no_grad(), pytest.warns(UserWarning, match="transposed convolutions") as record:
+    model, x = FloatFmod(), torch.randn(2, 4, 5, 5)
+    with torch.no_grad(), pytest.warns(UserWarning, match="floating-point tensors") as record:
         actual = _compile(model, fallback="cpu")(x)
     assert any("runs in eager PyTorch on the CPU" in str(w.message) for w in record)
     with torch.no_grad():
         assert relative_error(actual, model(x)) <= FP32_TOLERANCE
-    assert neuronsim.get_fallback_ops().get("aten.convolution.default") == 1
+    assert neuronsim.get_fallback_ops().get("aten.fmod.Scalar") == 1
 
 
 def test_group_that_fails_to_lower_is_an_error_without_fallback():
-    with torch.no_grad(), pytest.raises(neuronsim.NeuronCompileError, match="transposed"):
-        _compile(TransposedConv())(torch.randn(2, 4, 5, 5))
+    with torch.no_grad(), pytest.raises(neuronsim.NeuronCompileError, match="floating-point"):
+        _compile(FloatFmod())(torch.randn(2, 4, 5, 5))
 
 
 def test_cpu_fallback_with_float64_warns_once():

@@ -130,6 +130,8 @@ Values adaptiveMaxPool2d(NodeContext &ctx);
 Values adaptiveMaxPool3d(NodeContext &ctx);
 Values adaptiveMaxPool2dBackward(NodeContext &ctx);
 Values adaptiveMaxPool3dBackward(NodeContext &ctx);
+Values upsampleBilinear2dAa(NodeContext &ctx);
+Values upsampleBilinear2dAaBackward(NodeContext &ctx);
 
 // AtenConvolution.cpp (1-D, 2-D, 3-D, grouped, transposed; and their backward)
 Values convolution(NodeContext &ctx);

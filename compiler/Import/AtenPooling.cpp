@@ -1,17 +1,21 @@
 // Importers of N-d pooling (1-D ops reach here as 2-D): max pooling with indices and its
 // backward, average pooling (ceil_mode, count_include_pad, divisor_override) and its
-// backward, adaptive average and max pooling and their backward.
+// backward, adaptive average and max pooling and their backward; antialiased bilinear
+// upsampling.
 //
 // Pooling works on [N, C, S...] (an input without a batch dim gets one). Fixed windows
 // expand per kernel offset into a strided ntorch.slice of the padded input (the backward
-// places gradients with ntorch.scatter_window, its adjoint). Adaptive average pooling is
-// linear and separable: one matmul per spatial dim with a constant [out, in] matrix of
-// window weights. Adaptive max pooling gathers, per offset inside the widest window, the
-// element each window reads there (the window's last element where it is shorter).
+// places gradients with ntorch.scatter_window, its adjoint). Adaptive windows do not have
+// a stride: per offset inside the widest window, the element each window reads there is
+// gathered (ntorch.gather_rows with constant indices; the window's last element where it
+// is shorter). Adaptive average pooling and antialiased interpolation are separable
+// weighted sums of such gathers, dim by dim; their backward gathers, per input position,
+// the outputs that read it.
 #include "compiler/Import/AtenImporters.h"
 
 #include <cmath>
 #include <map>
+#include <optional>
 
 using namespace mlir;
 using neuron::ntorch::BinaryFn;
@@ -467,51 +471,174 @@ static SmallVector<int64_t> adaptiveOut(NodeContext &ctx, Value x, int64_t r, si
   return out;
 }
 
-/// y = x contracted along its last dim with the constant `m` [rows, cols]: x [..., rows]
-/// @ m -> [..., cols], then the last dim rotated to position 2: [N, C, cols, ...].
-static Value contractLast(NodeContext &ctx, Value x, ArrayRef<float> m, int64_t rows,
-                          int64_t cols) {
+/// Gathers positions `index[j]` of spatial dim `d` of [N, C, S...]: [N, C, ..., J, ...].
+static Value gatherAlong(NodeContext &ctx, Value x, int64_t d, ArrayRef<int64_t> index) {
   auto t = typeOf(x);
-  int64_t rank = t.getRank();
-  auto mType = RankedTensorType::get({rows, cols}, t.getElementType());
-  SmallVector<APFloat> values;
-  for (float v : m)
-    values.push_back(APFloat(v));
-  Value mc = ctx.b.create<nt::ConstantOp>(ctx.loc, mType,
-                                          cast<ElementsAttr>(DenseElementsAttr::get(mType, values)));
-  int64_t lead = t.getNumElements() / rows;
-  Value y = ctx.b.create<nt::MatmulOp>(
-      ctx.loc, RankedTensorType::get({lead, cols}, t.getElementType()),
-      ctx.reshape(x, {lead, rows}), mc, false, false);
-  SmallVector<int64_t> shape(t.getShape());
-  shape.back() = cols;
-  y = ctx.reshape(y, shape);
-  SmallVector<int64_t> perm = {0, 1, rank - 1};
-  for (int64_t d = 2; d < rank - 1; ++d)
-    perm.push_back(d);
-  return ctx.permute(y, perm);
+  int64_t rank = t.getRank(), dim = 2 + d, n = t.getDimSize(dim);
+  SmallVector<int64_t> perm = {dim};
+  for (int64_t i = 0; i < rank; ++i)
+    if (i != dim)
+      perm.push_back(i);
+  Value moved = ctx.permute(x, perm);
+  int64_t rest = t.getNumElements() / n, j = index.size();
+  auto indexType = RankedTensorType::get({j}, ctx.b.getI64Type());
+  SmallVector<APInt> values;
+  for (int64_t i : index)
+    values.push_back(APInt(64, i, true));
+  Value idx = ctx.b.create<nt::ConstantOp>(
+      ctx.loc, indexType, cast<ElementsAttr>(DenseElementsAttr::get(indexType, values)));
+  Value rows = ctx.b.create<nt::GatherRowsOp>(
+      ctx.loc, RankedTensorType::get({j, rest}, t.getElementType()),
+      ctx.reshape(moved, {n, rest}), idx);
+  SmallVector<int64_t> movedShape(typeOf(moved).getShape());
+  movedShape[0] = j;
+  SmallVector<int64_t> inverse(rank);
+  for (int64_t i = 0; i < rank; ++i)
+    inverse[perm[i]] = i;
+  return ctx.permute(ctx.reshape(rows, movedShape), inverse);
+}
+
+/// A linear resampling along one dim: output o is sum_j weights[o][j] * x[start[o] + j]
+/// (adaptive average pooling, antialiased interpolation).
+struct Taps {
+  int64_t in = 0;
+  SmallVector<int64_t> start;
+  SmallVector<SmallVector<double>> weights;
+  int64_t out() const { return start.size(); }
+};
+
+/// A constant [n, 1...] (one per spatial dim after `d`) of `values`, to broadcast along
+/// spatial dim d of [N, C, S...].
+static Value alongDim(NodeContext &ctx, ArrayRef<float> values, int64_t d, int64_t r,
+                      Type elementType) {
+  SmallVector<int64_t> shape = {(int64_t)values.size()};
+  shape.append(r - 1 - d, 1);
+  auto type = RankedTensorType::get(shape, elementType);
+  if (elementType.isInteger(1)) {
+    SmallVector<bool> bits;
+    for (float v : values)
+      bits.push_back(v != 0.0f);
+    return ctx.b.create<nt::ConstantOp>(ctx.loc, type,
+                                        cast<ElementsAttr>(DenseElementsAttr::get(type, bits)));
+  }
+  SmallVector<APFloat> fs;
+  for (float v : values)
+    fs.push_back(APFloat(v));
+  return ctx.b.create<nt::ConstantOp>(ctx.loc, type,
+                                      cast<ElementsAttr>(DenseElementsAttr::get(type, fs)));
+}
+
+/// sum over terms of select(mask, gathered * weight, 0): a weighted sum of gathered
+/// elements in which a zero weight never meets an inf or NaN (0 * inf would be NaN).
+/// terms[j] = (gather index along dim d, weight per position, whether the tap exists).
+static Value weightedGatherSum(
+    NodeContext &ctx, Value x, int64_t d,
+    ArrayRef<std::tuple<SmallVector<int64_t>, SmallVector<float>, SmallVector<float>>> terms) {
+  int64_t r = typeOf(x).getRank() - 2;
+  Type f32 = ctx.b.getF32Type();
+  Value sum, zero = ctx.scalar(f32, 0.0);
+  for (auto &[index, weight, exists] : terms) {
+    Value g = gatherAlong(ctx, x, d, index);
+    Value term = ctx.binary(BinaryFn::mul, g, alongDim(ctx, weight, d, r, f32));
+    if (llvm::any_of(exists, [](float e) { return e == 0.0f; }))
+      term = ctx.b.create<nt::SelectOp>(ctx.loc, typeOf(term),
+                                        alongDim(ctx, exists, d, r, ctx.b.getI1Type()), term,
+                                        zero);
+    sum = sum ? ctx.binary(BinaryFn::add, sum, term) : term;
+  }
+  return sum;
+}
+
+/// Applies `taps` along spatial dim d of the fp32 [N, C, S...]: one gather per tap offset.
+static Value applyTaps(NodeContext &ctx, Value x, int64_t d, const Taps &taps) {
+  size_t width = 0;
+  for (auto &w : taps.weights)
+    width = std::max(width, w.size());
+  SmallVector<std::tuple<SmallVector<int64_t>, SmallVector<float>, SmallVector<float>>> terms;
+  for (size_t j = 0; j < width; ++j) {
+    SmallVector<int64_t> index;
+    SmallVector<float> weight, exists;
+    for (int64_t o = 0; o < taps.out(); ++o) {
+      size_t n = taps.weights[o].size();
+      index.push_back(taps.start[o] + (int64_t)std::min(j, n ? n - 1 : 0));
+      weight.push_back(j < n ? (float)taps.weights[o][j] : 0.0f);
+      exists.push_back(j < n ? 1.0f : 0.0f);
+    }
+    terms.emplace_back(index, weight, exists);
+  }
+  return weightedGatherSum(ctx, x, d, terms);
+}
+
+/// The adjoint of applyTaps along dim d: [N, C, ..., out, ...] -> [N, C, ..., in, ...];
+/// input position s receives weight * grad[o] from every output o whose taps read s.
+static Value applyTapsAdjoint(NodeContext &ctx, Value g, int64_t d, const Taps &taps) {
+  SmallVector<SmallVector<std::pair<int64_t, double>>> readers(taps.in);
+  for (int64_t o = 0; o < taps.out(); ++o)
+    for (size_t j = 0; j < taps.weights[o].size(); ++j)
+      readers[taps.start[o] + j].push_back({o, taps.weights[o][j]});
+  size_t slots = 0;
+  for (auto &rd : readers)
+    slots = std::max(slots, rd.size());
+  if (slots > (size_t)kMaxWindowOffsets)
+    throw ImportError("resampling backward: a position is read by " + std::to_string(slots) +
+                      " outputs, too many to expand");
+  SmallVector<std::tuple<SmallVector<int64_t>, SmallVector<float>, SmallVector<float>>> terms;
+  for (size_t m = 0; m < slots; ++m) {
+    SmallVector<int64_t> index;
+    SmallVector<float> weight, exists;
+    for (auto &rd : readers) {
+      bool has = m < rd.size();
+      index.push_back(has ? rd[m].first : 0);
+      weight.push_back(has ? (float)rd[m].second : 0.0f);
+      exists.push_back(has ? 1.0f : 0.0f);
+    }
+    terms.emplace_back(index, weight, exists);
+  }
+  if (terms.empty()) {
+    SmallVector<int64_t> shape(typeOf(g).getShape());
+    shape[2 + d] = taps.in;
+    return ctx.splat(RankedTensorType::get(shape, ctx.b.getF32Type()), 0.0);
+  }
+  return weightedGatherSum(ctx, g, d, terms);
+}
+
+/// Adaptive average pooling taps over `in` positions into `out`: 1 / (end - start) each.
+static Taps adaptiveTaps(int64_t in, int64_t out) {
+  Taps t;
+  t.in = in;
+  for (int64_t o = 0; o < out; ++o) {
+    auto [start, end] = adaptiveRange(o, in, out);
+    t.start.push_back(start);
+    t.weights.emplace_back(end - start, 1.0 / (end - start));
+  }
+  return t;
+}
+
+/// Separable resampling of [N, C, S...] in fp32, dim by dim (the last first), by `taps`
+/// per dim (adjoint: [N, C, O...] -> [N, C, S...]).
+static Value resample(NodeContext &ctx, Value x, ArrayRef<Taps> taps, bool adjoint) {
+  Value y = ctx.castTo(x, ctx.b.getF32Type());
+  for (int64_t d = taps.size() - 1; d >= 0; --d) {
+    int64_t width = 0;
+    for (auto &w : taps[d].weights)
+      width = std::max<int64_t>(width, w.size());
+    if (width > kMaxWindowOffsets)
+      throw ImportError("resampling windows of " + std::to_string(width) +
+                        " positions are too large to expand (at most " +
+                        std::to_string(kMaxWindowOffsets) + ")");
+    y = adjoint ? applyTapsAdjoint(ctx, y, d, taps[d]) : applyTaps(ctx, y, d, taps[d]);
+  }
+  return y;
 }
 
 /// Adaptive average pooling [N, C, S...] -> [N, C, O...] (adjoint: [N, C, O...] ->
-/// [N, C, S...]) in fp32, one matmul per spatial dim (the last first, rotating the dims)
-/// with the window weights 1 / (end - start).
+/// [N, C, S...]) in fp32.
 static Value adaptiveAverage(NodeContext &ctx, Value x, ArrayRef<int64_t> in,
                              ArrayRef<int64_t> out, bool adjoint) {
-  int64_t r = in.size();
-  Value y = toF32(ctx, x);
-  for (int64_t d = r - 1; d >= 0; --d) {
-    int64_t s = in[d], o = out[d];
-    ctx.requireExpandable(s * o, "adaptive pooling weights");
-    // forward: m[s][o]; adjoint: m[o][s].
-    SmallVector<float> m(s * o, 0.0f);
-    for (int64_t j = 0; j < o; ++j) {
-      auto [start, end] = adaptiveRange(j, s, o);
-      for (int64_t i = start; i < end; ++i)
-        m[adjoint ? j * s + i : i * o + j] = 1.0f / (end - start);
-    }
-    y = adjoint ? contractLast(ctx, y, m, o, s) : contractLast(ctx, y, m, s, o);
-  }
-  return y;
+  SmallVector<Taps> taps;
+  for (size_t d = 0; d < in.size(); ++d)
+    taps.push_back(adaptiveTaps(in[d], out[d]));
+  return resample(ctx, x, taps, adjoint);
 }
 
 /// _adaptive_avg_pool{2,3}d(x, output_size): one pool2d op when a 2-D output divides the
@@ -553,33 +680,6 @@ template <int R> static Values adaptiveAvgPoolBackwardNd(NodeContext &ctx) {
 
 Values adaptiveAvgPool2dBackward(NodeContext &ctx) { return adaptiveAvgPoolBackwardNd<2>(ctx); }
 Values adaptiveAvgPool3dBackward(NodeContext &ctx) { return adaptiveAvgPoolBackwardNd<3>(ctx); }
-
-/// Gathers positions `index[j]` of spatial dim `d` of [N, C, S...]: [N, C, ..., J, ...].
-static Value gatherAlong(NodeContext &ctx, Value x, int64_t d, ArrayRef<int64_t> index) {
-  auto t = typeOf(x);
-  int64_t rank = t.getRank(), dim = 2 + d, n = t.getDimSize(dim);
-  SmallVector<int64_t> perm = {dim};
-  for (int64_t i = 0; i < rank; ++i)
-    if (i != dim)
-      perm.push_back(i);
-  Value moved = ctx.permute(x, perm);
-  int64_t rest = t.getNumElements() / n, j = index.size();
-  auto indexType = RankedTensorType::get({j}, ctx.b.getI64Type());
-  SmallVector<APInt> values;
-  for (int64_t i : index)
-    values.push_back(APInt(64, i, true));
-  Value idx = ctx.b.create<nt::ConstantOp>(
-      ctx.loc, indexType, cast<ElementsAttr>(DenseElementsAttr::get(indexType, values)));
-  Value rows = ctx.b.create<nt::GatherRowsOp>(
-      ctx.loc, RankedTensorType::get({j, rest}, t.getElementType()),
-      ctx.reshape(moved, {n, rest}), idx);
-  SmallVector<int64_t> movedShape(typeOf(moved).getShape());
-  movedShape[0] = j;
-  SmallVector<int64_t> inverse(rank);
-  for (int64_t i = 0; i < rank; ++i)
-    inverse[perm[i]] = i;
-  return ctx.permute(ctx.reshape(rows, movedShape), inverse);
-}
 
 /// The widest adaptive window over `in` positions into `out`.
 static int64_t widestWindow(int64_t in, int64_t out) {
@@ -748,5 +848,90 @@ template <int R> static Values adaptiveMaxPoolBackwardNd(NodeContext &ctx) {
 
 Values adaptiveMaxPool2dBackward(NodeContext &ctx) { return adaptiveMaxPoolBackwardNd<2>(ctx); }
 Values adaptiveMaxPool3dBackward(NodeContext &ctx) { return adaptiveMaxPoolBackwardNd<3>(ctx); }
+
+//===----------------------------------------------------------------------===//
+// Antialiased bilinear interpolation
+//===----------------------------------------------------------------------===//
+
+/// PyTorch's antialiased bilinear taps over `in` positions into `out` (its CPU kernel's
+/// _compute_weights_aa with the triangle filter): the filter is stretched by the scale when
+/// downsampling, and each output's weights are normalized to sum to 1.
+static Taps antialiasTaps(int64_t in, int64_t out, bool alignCorners,
+                          std::optional<double> scaleFactor) {
+  double scale;
+  if (alignCorners)
+    scale = out > 1 ? (double)(in - 1) / (out - 1) : 0.0;
+  else
+    scale = scaleFactor && *scaleFactor > 0 ? 1.0 / *scaleFactor : (double)in / out;
+  double support = scale >= 1.0 ? scale : 1.0;
+  double invscale = scale >= 1.0 ? 1.0 / scale : 1.0;
+  int64_t maxSize = (int64_t)std::ceil(support) * 2 + 1;
+  Taps t;
+  t.in = in;
+  for (int64_t i = 0; i < out; ++i) {
+    double center = scale * (i + 0.5);
+    int64_t xmin = std::max<int64_t>((int64_t)(center - support + 0.5), 0);
+    int64_t xsize = std::min<int64_t>((int64_t)(center + support + 0.5), in) - xmin;
+    xsize = std::clamp<int64_t>(xsize, 0, maxSize);
+    SmallVector<double> w;
+    double total = 0.0;
+    for (int64_t j = 0; j < xsize; ++j) {
+      double x = std::abs((j + xmin - center + 0.5) * invscale);
+      w.push_back(x < 1.0 ? 1.0 - x : 0.0);
+      total += w.back();
+    }
+    if (total != 0.0)
+      for (double &v : w)
+        v /= total;
+    t.start.push_back(xmin);
+    t.weights.push_back(std::move(w));
+  }
+  return t;
+}
+
+/// An optional float argument (null or missing: none).
+static std::optional<double> optionalNumber(NodeContext &ctx, size_t i, const char *name) {
+  const nlohmann::json *a = ctx.arg(i, name);
+  if (!a || a->is_null())
+    return std::nullopt;
+  return ctx.number(i, name, 0.0);
+}
+
+static SmallVector<Taps> antialiasTaps2d(NodeContext &ctx, ArrayRef<int64_t> in,
+                                         ArrayRef<int64_t> out, size_t alignIndex) {
+  bool alignCorners = ctx.integer(alignIndex, "align_corners", 0);
+  for (int d = 0; d < 2; ++d)
+    if (in[d] < 1 || out[d] < 1)
+      throw ImportError("antialiased interpolation from " + listStr(in) + " to " + listStr(out) +
+                        ": sizes must be positive");
+  return {antialiasTaps(in[0], out[0], alignCorners, optionalNumber(ctx, alignIndex + 1, "scales_h")),
+          antialiasTaps(in[1], out[1], alignCorners, optionalNumber(ctx, alignIndex + 2, "scales_w"))};
+}
+
+/// _upsample_bilinear2d_aa(x, output_size, align_corners, scales_h, scales_w).
+Values upsampleBilinear2dAa(NodeContext &ctx) {
+  Value x = ctx.tensor(0);
+  ctx.requireRank(x, 4, "the interpolation input (NCHW)");
+  SmallVector<int64_t> out = perDim(ctx, 1, "output_size", 2, {});
+  SmallVector<int64_t> in(typeOf(x).getShape().drop_front(2));
+  Value y = resample(ctx, x, antialiasTaps2d(ctx, in, out, 2), /*adjoint=*/false);
+  return {asResult(ctx, ctx.castTo(y, ctx.resultType().getElementType()), 0, 2)};
+}
+
+/// _upsample_bilinear2d_aa_backward(grad, output_size, input_size, align_corners, scales_h,
+/// scales_w): the adjoint.
+Values upsampleBilinear2dAaBackward(NodeContext &ctx) {
+  Value grad = ctx.tensor(0);
+  ctx.requireRank(grad, 4, "the interpolation gradient (NCHW)");
+  SmallVector<int64_t> out = perDim(ctx, 1, "output_size", 2, {});
+  SmallVector<int64_t> inputSize = ctx.intList(2, "input_size");
+  if (inputSize.size() != 4 || ArrayRef<int64_t>(out) != typeOf(grad).getShape().drop_front(2))
+    throw ImportError("antialiased interpolation backward: input_size " + listStr(inputSize) +
+                      " and output_size " + listStr(out) + " do not fit the gradient " +
+                      listStr(typeOf(grad).getShape()));
+  SmallVector<int64_t> in = {inputSize[2], inputSize[3]};
+  Value gx = resample(ctx, grad, antialiasTaps2d(ctx, in, out, 3), /*adjoint=*/true);
+  return {asResult(ctx, ctx.castTo(gx, ctx.resultType().getElementType()), 0, 2)};
+}
 
 } // namespace neuron::compiler::aten

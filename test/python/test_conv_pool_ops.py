@@ -48,7 +48,7 @@ def as_tuple(out):
 
 def eager_in_fp32(fn):
     """fn on fp32 copies of its bf16 inputs, float outputs rounded back to bf16: the reference
-    where eager has no bf16 CPU kernel (avg_pool3d)."""
+    where eager has no bf16 CPU kernel (avg_pool3d, antialiased interpolation)."""
 
     def wrapped(*args):
         up = [a.float() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
@@ -150,6 +150,14 @@ POOLS = {
     "adaptive_avg_pool2d_upscale": (lambda x: F.adaptive_avg_pool2d(x, (7, 5)), (1, 2, 3, 4)),
     "adaptive_avg_pool3d": (lambda x: F.adaptive_avg_pool3d(x, (2, 4, 3)), (2, 3, 5, 6, 7)),
     "interpolate_area": (lambda x: F.interpolate(x, size=(4, 7), mode="area"), (2, 3, 9, 10)),
+    "interpolate_antialias_down": (
+        lambda x: F.interpolate(x, size=(4, 13), mode="bilinear", antialias=True), (2, 3, 9, 10)),
+    "interpolate_antialias_scale": (
+        lambda x: F.interpolate(x, scale_factor=0.4, mode="bilinear", antialias=True),
+        (1, 2, 11, 8)),
+    "interpolate_antialias_align_corners": (
+        lambda x: F.interpolate(x, size=(11, 3), mode="bilinear", antialias=True,
+                                align_corners=True), (1, 2, 5, 6)),
     "adaptive_max_pool1d": (lambda x: F.adaptive_max_pool1d(x, 4, return_indices=True), (2, 3, 11)),
     "adaptive_max_pool2d": (lambda x: F.adaptive_max_pool2d(x, (4, 3), return_indices=True),
                             (2, 3, 9, 10)),
@@ -174,7 +182,7 @@ def test_pooling_forward_and_backward(name, dtype):
     fn, shape = POOLS[name]
     x = randn(*shape, dtype=dtype, seed=4)
     reference = None
-    if dtype == torch.bfloat16 and name.startswith("avg_pool3d"):
+    if dtype == torch.bfloat16 and name.startswith(("avg_pool3d", "interpolate_antialias")):
         with pytest.raises(NotImplementedError):  # eager has no bf16 CPU kernel
             fn(x)
         reference = eager_in_fp32(fn)
@@ -187,6 +195,17 @@ def test_max_pooling_indices_with_ties_and_nan():
     x[0, 1, 2, 3, 4] = float("nan")
     check(lambda x: F.max_pool3d(x, 2, 2, 1, return_indices=True), x, backward=False)
     check(lambda x: F.adaptive_max_pool3d(x, (3, 4, 2), return_indices=True), x, backward=False)
+
+
+def test_adaptive_average_of_non_finite_values_stays_in_its_windows():
+    """An inf or NaN reaches only the outputs whose windows hold it (a zero weight never
+    multiplies it)."""
+    x = randn(1, 2, 9, 10, seed=7)
+    x[0, 0, 3, 4] = float("inf")
+    x[0, 1, 8, 0] = float("nan")
+    check(lambda x: F.adaptive_avg_pool2d(x, (4, 3)), x, backward=False)
+    check(lambda x: F.interpolate(x, size=(4, 6), mode="bilinear", antialias=True), x,
+          backward=False)
 
 
 def test_max_pool2d_backward_on_unbatched_input_in_a_module():

@@ -1214,6 +1214,8 @@ TESTED_ELSEWHERE = {
     "aten._batch_norm_with_update_functional.default",
     "aten._native_batch_norm_legit.no_stats",
     "aten._trilinear.default",
+    "aten._upsample_bilinear2d_aa.default",
+    "aten._upsample_bilinear2d_aa_backward.default",
     "aten.adaptive_max_pool2d.default",
     "aten.adaptive_max_pool2d_backward.default",
     "aten.adaptive_max_pool3d.default",

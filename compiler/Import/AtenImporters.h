@@ -133,6 +133,9 @@ Values adaptiveMaxPool3dBackward(NodeContext &ctx);
 Values upsampleBilinear2dAa(NodeContext &ctx);
 Values upsampleBilinear2dAaBackward(NodeContext &ctx);
 
+// AtenGridSample.cpp
+Values gridSampler2d(NodeContext &ctx);
+
 // AtenConvolution.cpp (1-D, 2-D, 3-D, grouped, transposed; and their backward)
 Values convolution(NodeContext &ctx);
 Values convolutionBackward(NodeContext &ctx);

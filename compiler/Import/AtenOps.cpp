@@ -130,6 +130,7 @@ const Entry kAtenOps[] = {
     {"aten.ge.Scalar", binary<BinaryFn::ge>, "elementwise ALU op (Vector)"},
     {"aten.ge.Tensor", binary<BinaryFn::ge>, "elementwise ALU op (Vector)"},
     {"aten.gelu.default", gelu, "activation (Scalar)"},
+    {"aten.grid_sampler_2d.default", gridSampler2d, "data-dependent row gathers of the 4 neighbours (DMA), weighted adds (Vector)"},
     {"aten.gt.Scalar", binary<BinaryFn::gt>, "elementwise ALU op (Vector)"},
     {"aten.gt.Tensor", binary<BinaryFn::gt>, "elementwise ALU op (Vector)"},
     {"aten.hardtanh.default", hardtanh, "max/min (Vector)"},

@@ -294,6 +294,31 @@ def test_bilinear_layer(dtype):
     check(lambda x1, x2, w, b: F.bilinear(x1, x2, w, b), x1, x2, w, b)
 
 
+@pytest.mark.parametrize("padding_mode", ["zeros", "border"])
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_grid_sample_bilinear(padding_mode, align_corners, dtype):
+    # Points inside, on the edges and up to 0.4 outside the input.
+    grid = (torch.rand(2, 7, 6, 2, generator=torch.Generator().manual_seed(8)) * 2.8 - 1.4)
+    grid[0, 0, 0] = torch.tensor([-1.0, 1.0])
+    x = randn(2, 3, 5, 9, dtype=dtype)
+
+    def fn(x, g):
+        return F.grid_sample(x, g, mode="bilinear", padding_mode=padding_mode,
+                             align_corners=align_corners)
+
+    # Eager's bf16 kernel computes the sampling positions in bf16 (off by up to 2^-8 of the
+    # size); the compiled one in fp32: bf16 is compared with eager on fp32 copies.
+    reference = eager_in_fp32(fn) if dtype == torch.bfloat16 else None
+    check(fn, x, grid.to(dtype), backward=False, reference=reference)
+
+
+def test_grid_sample_reflection_is_a_clear_error():
+    fn = lambda x, g: F.grid_sample(x, g, padding_mode="reflection")  # noqa: E731
+    with pytest.raises(neuronsim.NeuronCompileError, match="reflection"):
+        torch.compile(fn, backend="neuron", dynamic=False)(randn(1, 2, 4, 4), randn(1, 3, 3, 2))
+
+
 def test_unfold_of_a_0d_tensor():
     check(lambda x: x.unfold(0, 1, 1) * 2, torch.tensor(3.0), backward=False)
     # Size 0: an empty [0] result (no instructions to run).

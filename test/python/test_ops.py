@@ -1223,6 +1223,7 @@ TESTED_ELSEWHERE = {
     "aten.avg_pool2d_backward.default",
     "aten.avg_pool3d.default",
     "aten.avg_pool3d_backward.default",
+    "aten.grid_sampler_2d.default",
     "aten.max_pool3d_with_indices.default",
     "aten.max_pool3d_with_indices_backward.default",
 }

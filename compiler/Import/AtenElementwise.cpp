@@ -379,9 +379,29 @@ static Value fitResult(NodeContext &ctx, Value y) {
   return y;
 }
 
-static ImportError floatModError(const std::string &what) {
-  return ImportError(what + " of floating-point tensors is not supported (it needs an exact fmod, "
-                            "which the engines lack); integer tensors are");
+/// Operands of a float division or remainder in fp32, the precision eager computes them in
+/// for every float type.
+static std::pair<Value, Value> f32Operands(NodeContext &ctx) {
+  Type et = ctx.resultType().getElementType();
+  Type f32 = ctx.b.getF32Type();
+  return {ctx.castTo(ctx.tensorOrScalar(0, et), f32), ctx.castTo(ctx.tensorOrScalar(1, et), f32)};
+}
+
+/// Floor division of floats as eager computes it: from the exact remainder m = fmod(a, b),
+/// the quotient (a - m) / b, one down where m and b differ in sign, then floor, rounded up
+/// where it was more than a half below; a zero quotient takes the sign of a / b, and a zero
+/// divisor gives a / b (inf or NaN).
+static Value floorDivFloat(NodeContext &ctx, Value a, Value b) {
+  Value m = ctx.binary(BinaryFn::fmod, a, b);
+  Value div = ctx.binary(BinaryFn::div, ctx.binary(BinaryFn::sub, a, m), b);
+  div = selectOf(ctx, floorFix(ctx, m, b), ctx.binaryScalar(BinaryFn::sub, div, 1.0), div);
+  Value floored = floorOrCeil(ctx, div, true);
+  Value up = ctx.binaryScalar(BinaryFn::gt, ctx.binary(BinaryFn::sub, div, floored), 0.5);
+  floored = selectOf(ctx, up, ctx.binaryScalar(BinaryFn::add, floored, 1.0), floored);
+  Value quotient = ctx.binary(BinaryFn::div, a, b);
+  Value signedZero = ctx.binaryScalar(BinaryFn::mul, quotient, 0.0);
+  Value y = selectOf(ctx, ctx.binaryScalar(BinaryFn::eq, div, 0.0), signedZero, floored);
+  return selectOf(ctx, ctx.binaryScalar(BinaryFn::eq, b, 0.0), quotient, y);
 }
 
 /// div.Tensor_mode(a, b, rounding_mode): None, 'trunc' or 'floor'; b may be a number.
@@ -393,8 +413,12 @@ Values divMode(NodeContext &ctx) {
                       " (None, 'trunc' or 'floor')");
   Type et = ctx.resultType().getElementType();
   if (isa<FloatType>(et)) {
-    if (mode == "floor")
-      throw floatModError("floor division");
+    if (mode == "floor") {
+      // Eager floors the quotient of two bf16/fp16 tensors with each step rounded to
+      // their type, and the quotient by a Python scalar in fp32.
+      auto [a, b] = ctx.isTensorArg(1) ? divOperands(ctx) : f32Operands(ctx);
+      return {fitResult(ctx, floorDivFloat(ctx, a, b))};
+    }
     // In fp32. For bf16/fp16, eager rounds the quotient of two tensors to the result type
     // before truncating it, but truncates the quotient by a Python scalar (kept fp32) in
     // fp32 and rounds after.
@@ -415,18 +439,22 @@ Values divMode(NodeContext &ctx) {
   return {fitResult(ctx, q)};
 }
 
-/// remainder (the divisor's sign) and fmod (the dividend's sign) of integer tensors.
-template <bool Floor> static Values intRemainder(NodeContext &ctx, const char *what) {
+/// remainder (the divisor's sign) and fmod (the dividend's sign): floats with the Vector
+/// engine's exact remainder ops in fp32 (as eager computes them); integers from the
+/// truncated quotient (exact also for INT64_MIN and a -1 divisor).
+template <bool Floor> static Values remainderOf(NodeContext &ctx) {
+  if (isa<FloatType>(ctx.resultType().getElementType())) {
+    auto [a, b] = f32Operands(ctx);
+    return {fitResult(ctx, ctx.binary(Floor ? BinaryFn::mod : BinaryFn::fmod, a, b))};
+  }
   auto [a, b] = divOperands(ctx);
-  if (isFloat(a))
-    throw floatModError(what);
   auto [q, r] = intDivMod(ctx, a, b);
   (void)q;
   if (Floor)
     r = selectOf(ctx, floorFix(ctx, r, b), ctx.binary(BinaryFn::add, r, b), r);
   return {fitResult(ctx, r)};
 }
-Values remainderOp(NodeContext &ctx) { return intRemainder<true>(ctx, "remainder"); }
-Values fmodOp(NodeContext &ctx) { return intRemainder<false>(ctx, "fmod"); }
+Values remainderOp(NodeContext &ctx) { return remainderOf<true>(ctx); }
+Values fmodOp(NodeContext &ctx) { return remainderOf<false>(ctx); }
 
 } // namespace neuron::compiler::aten

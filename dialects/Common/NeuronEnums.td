@@ -24,7 +24,8 @@ def Neuron_AluOp : I32EnumAttr<"AluOp", "Vector-engine ALU operation", [
   I32EnumAttrCase<"pow", 6>, I32EnumAttrCase<"eq", 7>, I32EnumAttrCase<"ne", 8>,
   I32EnumAttrCase<"lt", 9>, I32EnumAttrCase<"le", 10>, I32EnumAttrCase<"gt", 11>,
   I32EnumAttrCase<"ge", 12>, I32EnumAttrCase<"And", 13, "and">, I32EnumAttrCase<"Or", 14, "or">,
-  I32EnumAttrCase<"Xor", 15, "xor">, I32EnumAttrCase<"mod", 16>
+  I32EnumAttrCase<"Xor", 15, "xor">, I32EnumAttrCase<"mod", 16>,
+  I32EnumAttrCase<"fmod", 17>
 ]> {
   let cppNamespace = "::neuron";
 }

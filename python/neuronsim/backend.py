@@ -8,24 +8,47 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch.fx
-from torch._decomp import core_aten_decompositions
+from torch._decomp import core_aten_decompositions, decomposition_table
 from torch._dynamo.backends.common import aot_autograd
 
 from .compiler import compile_fx_graph
 from .decompositions import NEURON_DECOMPOSITIONS
+from .graph_export import target_name
 from .options import resolve_options
-from .partition import check_supported, compile_with_fallback, needs_split
+from .partition import check_supported, compile_with_fallback, needs_split, supported_ops
 from .specialize import ShapeSpecializer, dynamic_shapes_requested, has_symbolic_shapes
 from .static_shapes import check_static_graph, check_static_inputs
 
 log = logging.getLogger("neuronsim")
 
 
+def _fallback_decompositions() -> dict[Any, Any]:
+    """PyTorch's other registered decompositions (torch._decomp.decomposition_table), for the
+    ops the compiler does not lower itself: an op it lowers natively keeps its own lowering,
+    one it does not is rewritten into ops that may be supported instead of failing."""
+    supported = supported_ops()
+    return {
+        op: fn
+        for op, fn in decomposition_table.items()
+        if _is_functional(op) and target_name(op) not in supported
+    }
+
+
+def _is_functional(op: Any) -> bool:
+    """An overload that neither mutates nor aliases its inputs (no in-place, out= or view
+    forms) and is not one of the ops that bring constants into a traced graph (lift*)."""
+    if not isinstance(op, torch._ops.OpOverload) or op._opname.startswith("lift"):
+        return False
+    schema = op._schema
+    return not schema.is_mutable and all(ret.alias_info is None for ret in schema.returns)
+
+
 @functools.cache
 def _decompositions() -> Any:
-    """Core ATen decompositions and ours (decompositions.py); building the table takes about
-    0.15 s, so it is built once."""
-    return {**core_aten_decompositions(), **NEURON_DECOMPOSITIONS}
+    """Core ATen decompositions, PyTorch's decompositions of the ops the compiler does not
+    lower, and ours (decompositions.py); building the table takes about 0.2 s, so it is
+    built once."""
+    return {**_fallback_decompositions(), **core_aten_decompositions(), **NEURON_DECOMPOSITIONS}
 
 
 def neuron_backend(

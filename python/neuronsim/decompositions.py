@@ -82,6 +82,77 @@ def sdpa_flash_cpu_backward(
     return grad_q.to(dtype), grad_k.to(key.dtype), grad_v.to(value.dtype)
 
 
+def _attention_mask(
+    mask: torch.Tensor | None, mask_type: int | None, batch: int, heads: int, length: int
+) -> torch.Tensor | None:
+    """The fused encoder layer's merged mask as an additive [B, H, L, L] float mask: True (or
+    -inf) masks a key out. mask_type 0 is an [L, L] attention mask, 1 a [B, L] key padding
+    mask, 2 an already merged [B, H, L, L] mask."""
+    if mask is None:
+        return None
+    if mask.dtype == torch.bool:
+        mask = torch.zeros(mask.shape).masked_fill(mask, float("-inf"))
+    mask = mask.to(torch.float32)
+    if mask_type == 1:
+        mask = mask[:, None, None, :]
+    return mask.expand(batch, heads, length, length) if mask.dim() <= 4 else mask
+
+
+def transformer_encoder_layer_fwd(
+    src: torch.Tensor,
+    embed_dim: int,
+    num_heads: int,
+    qkv_weight: torch.Tensor,
+    qkv_bias: torch.Tensor,
+    proj_weight: torch.Tensor,
+    proj_bias: torch.Tensor,
+    use_gelu: bool,
+    norm_first: bool,
+    eps: float,
+    norm_weight_1: torch.Tensor,
+    norm_bias_1: torch.Tensor,
+    norm_weight_2: torch.Tensor,
+    norm_bias_2: torch.Tensor,
+    ffn_weight_1: torch.Tensor,
+    ffn_bias_1: torch.Tensor,
+    ffn_weight_2: torch.Tensor,
+    ffn_bias_2: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    mask_type: int | None = None,
+) -> torch.Tensor:
+    """aten._transformer_encoder_layer_fwd, the fused CPU kernel of nn.TransformerEncoderLayer
+    in inference (its "fast path"): self-attention and a ReLU/GELU feed-forward, each with a
+    residual and a layer norm before (norm_first) or after, in the kernel's order."""
+    batch, length, _ = src.shape
+    head_dim = embed_dim // num_heads
+
+    def norm(x, weight, bias):
+        return torch.nn.functional.layer_norm(x, (embed_dim,), weight, bias, eps)
+
+    def heads(x):
+        return x.reshape(batch, length, num_heads, head_dim).transpose(1, 2)
+
+    x = norm(src, norm_weight_1, norm_bias_1) if norm_first else src
+    q, k, v = torch.nn.functional.linear(x, qkv_weight, qkv_bias).chunk(3, dim=-1)
+    scores = heads(q) @ heads(k).transpose(-2, -1) / math.sqrt(head_dim)
+    additive = _attention_mask(mask, mask_type, batch, num_heads, length)
+    if additive is not None:
+        scores = scores + additive.to(scores.dtype)
+    attended = (torch.softmax(scores, dim=-1) @ heads(v)).transpose(1, 2)
+    x = torch.nn.functional.linear(attended.reshape(batch, length, embed_dim), proj_weight, proj_bias)
+    x = x + src
+    if not norm_first:
+        x = norm(x, norm_weight_1, norm_bias_1)
+    residual = x
+    if norm_first:
+        x = norm(x, norm_weight_2, norm_bias_2)
+    hidden = torch.nn.functional.linear(x, ffn_weight_1, ffn_bias_1)
+    hidden = torch.nn.functional.gelu(hidden) if use_gelu else torch.relu(hidden)
+    x = torch.nn.functional.linear(hidden, ffn_weight_2, ffn_bias_2) + residual
+    return x if norm_first else norm(x, norm_weight_2, norm_bias_2)
+
+
 NEURON_DECOMPOSITIONS = {
     aten._scaled_dot_product_flash_attention_for_cpu_backward.default: sdpa_flash_cpu_backward,
+    aten._transformer_encoder_layer_fwd.default: transformer_encoder_layer_fwd,
 }

@@ -148,6 +148,8 @@ def _describe(node: torch.fx.Node, problem: str) -> str:
     text = target_name(node.target)
     if problem:
         text += f" ({problem})"
+    elif text.startswith("prims."):
+        text += " (from PyTorch's decomposition of an ATen op the compiler does not lower)"
     source = user_source(node)
     return f"{text} at {source}" if source else text
 

@@ -43,7 +43,7 @@ const char *const kActFuncNames[] = {
     "arctan"};
 const char *const kAluOpNames[] = {"add", "sub", "mul", "div", "max", "min",
                                    "pow", "eq",  "ne",  "lt",  "le",  "gt",
-                                   "ge",  "and", "or",  "xor", "mod"};
+                                   "ge",  "and", "or",  "xor", "mod", "fmod"};
 
 static_assert(sizeof(kDTypeNames) / sizeof(*kDTypeNames) ==
               size_t(DType::Bool) + 1);
@@ -54,7 +54,7 @@ static_assert(sizeof(kCollectiveKindNames) / sizeof(*kCollectiveKindNames) ==
 static_assert(sizeof(kActFuncNames) / sizeof(*kActFuncNames) ==
               size_t(ActFunc::Arctan) + 1);
 static_assert(sizeof(kAluOpNames) / sizeof(*kAluOpNames) ==
-              size_t(AluOp::Mod) + 1);
+              size_t(AluOp::Fmod) + 1);
 
 const char *lookup(const char *const *names, size_t count, size_t index) {
   return index < count ? names[index] : "<invalid>";

@@ -155,10 +155,11 @@ enum class ActFunc : uint8_t { Identity, Relu, Exp, Log, Tanh, Sigmoid, Sqrt, Rs
 /// Max and Min return NaN if either operand is NaN (torch.maximum/minimum), and a
 /// TensorReduce max/min returns NaN if any element is NaN (torch.amax). On all-integer
 /// operands the ops compute exactly in int64 with two's-complement wrap: Div truncates
-/// toward zero, Mod is floor mod (torch.remainder), a zero divisor is a SimulationError,
-/// and And/Or/Xor are bitwise (logical when dst is i1).
+/// toward zero, a zero divisor is a SimulationError, and And/Or/Xor are bitwise (logical
+/// when dst is i1). Mod is the floor remainder (torch.remainder: the divisor's sign), Fmod
+/// the truncated one (C's fmod: the dividend's sign); both are exact on floats too.
 enum class AluOp : uint8_t { Add, Sub, Mul, Div, Max, Min, Pow, Eq, Ne, Lt, Le, Gt, Ge,
-                             And, Or, Xor, Mod };
+                             And, Or, Xor, Mod, Fmod };
 
 const char *opcodeName(Opcode op);
 const char *actFuncName(ActFunc f);

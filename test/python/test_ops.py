@@ -1263,14 +1263,12 @@ def test_float64_runs_as_float32_with_one_warning():
 @pytest.mark.parametrize(
     ("fn", "message"),
     [
-        (lambda x, y: x // y, "floor division of floating-point tensors is not supported"),
-        (lambda x, y: x % y, "remainder of floating-point tensors is not supported"),
         (
             lambda x, y: x[torch.tensor([0, 1]), :, torch.tensor([1, 2])],
             "indexed dims separated by a skipped dim is not supported",
         ),
     ],
-    ids=["floor_divide_float", "remainder_float", "index_separated_dims"],
+    ids=["index_separated_dims"],
 )
 def test_unsupported_variants_fail_clearly(fn, message):
     """Variants without an exact lowering fail compilation naming the op, not run wrong."""
@@ -1307,3 +1305,51 @@ def test_index_tensor_checks_each_index():
     message = r"index 3 .* outside the table's 3 rows"
     with pytest.raises(neuronsim.NeuronRuntimeError, match=message):
         fn(torch.randn(5, 3))
+
+
+def _division_operands(dtype):
+    """Dividends and divisors that reach every branch of floor division and the remainders:
+    signs, exact multiples, zero and -0.0 dividends, tiny quotients, large quotients whose
+    floor is off by one in naive arithmetic, zero divisors and infinities."""
+    a = torch.tensor(
+        [7.5, -7.5, 7.5, -7.5, 6.0, -6.0, 0.0, -0.0, 1e-30, -1e-30, 1e30, 5.3, -5.3, 1.0,
+         -1.0, 0.0, float("inf"), 3.0, -3.0, 0.7],
+        dtype=torch.float32,
+    )
+    b = torch.tensor(
+        [2.0, 2.0, -2.0, -2.0, 3.0, 3.0, 2.0, -2.0, 3.0, 3.0, 0.1, 0.1, 0.1, 0.0, 0.0, 0.0,
+         2.0, float("inf"), float("inf"), -0.3],
+        dtype=torch.float32,
+    )
+    torch.manual_seed(0)
+    a = torch.cat([a, torch.randn(200) * 100])
+    b = torch.cat([b, torch.randn(200) * 3])
+    return a.to(dtype), b.to(dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda a, b: a // b,
+        lambda a, b: torch.div(a, b, rounding_mode="floor"),
+        lambda a, b: a % b,
+        lambda a, b: torch.fmod(a, b),
+        lambda a, b: torch.remainder(a, 0.75),
+        lambda a, b: torch.fmod(a, -0.75),
+        lambda a, b: torch.div(a, 0.3, rounding_mode="floor"),
+    ],
+    ids=["floordiv", "div_floor", "remainder", "fmod", "remainder_scalar", "fmod_scalar",
+         "div_floor_scalar"],
+)
+def test_float_floor_division_and_remainders_match_eager_exactly(fn, dtype):
+    """Float floor division, remainder and fmod match eager bit for bit (signed zeros, inf
+    and NaN included): the Vector engine's remainder ops are exact, and floor division is
+    built from fmod the way eager computes it."""
+    a, b = _division_operands(dtype)
+    expected = fn(a, b)
+    actual = torch.compile(fn, backend="neuron", dynamic=False)(a, b)
+    assert actual.dtype == expected.dtype
+    torch.testing.assert_close(actual, expected, rtol=0, atol=0, equal_nan=True)
+    same_sign = torch.signbit(actual[expected == 0]) == torch.signbit(expected[expected == 0])
+    assert bool(same_sign.all())

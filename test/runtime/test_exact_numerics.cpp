@@ -244,6 +244,8 @@ TEST_CASE("integer div truncates and mod is torch.remainder",
                              (k2p53 + 1) / 2});
   CHECK(tt(AluOp::Mod, DType::I64, a, b) ==
         std::vector<int64_t>{1, -1, -1, 1, 0, 1, 1});
+  CHECK(tt(AluOp::Fmod, DType::I64, a, b) ==
+        std::vector<int64_t>{-1, 1, -1, 1, 0, kI64Min % 3, 1});
   CHECK(ts(AluOp::Mod, DType::I64, std::vector<int64_t>{-7, 7}, 3.0) ==
         std::vector<int64_t>{2, 1});
   CHECK(ts(AluOp::Mod, DType::I64, std::vector<int64_t>{-7, 7}, 3.0,

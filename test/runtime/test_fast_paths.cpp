@@ -252,7 +252,7 @@ TEST_CASE("tensor_tensor with a broadcast operand on either side",
   const int64_t P = 3;
   for (int64_t F : {5, 64, 300, 2100}) {
     for (AluOp op : {AluOp::Sub, AluOp::Div, AluOp::Pow, AluOp::Max,
-                     AluOp::Mod, AluOp::Lt}) {
+                     AluOp::Mod, AluOp::Fmod, AluOp::Lt}) {
       for (int side = 0; side < 2; ++side) {
         INFO("F " << F << " op " << aluOpName(op) << " side " << side);
         Builder b;

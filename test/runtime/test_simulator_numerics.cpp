@@ -210,6 +210,12 @@ TEST_CASE("alu ops: arithmetic, comparisons, torch.remainder", "[numerics]") {
         std::vector<float>{2, 1, 1.5f, 0, 2, 0, 2, 2});
   CHECK(scalarOp(AluOp::Mod, -3, false) ==
         std::vector<float>{-1, -2, -1.5f, 0, -1, 0, -1, -1});
+  CHECK(scalarOp(AluOp::Fmod, -3, false) ==
+        std::vector<float>{-1, 1, -1.5f, 0, 2, 0, -1, 2});
+  std::vector<float> reversed = scalarOp(AluOp::Fmod, 2, true); // 2 fmod x
+  CHECK(std::isnan(reversed[5]));                               // 2 fmod 0
+  reversed[5] = -1;
+  CHECK(reversed == std::vector<float>{2, 2, 2, 2, 0, -1, 0, 2});
   CHECK(scalarOp(AluOp::Sub, 1, true) ==
         std::vector<float>{8, -6, 8.5f, -2, -1, 1, 2, -4});
   CHECK(scalarOp(AluOp::Ge, 2, false) ==

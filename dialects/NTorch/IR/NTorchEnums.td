@@ -24,7 +24,8 @@ def NTorch_BinaryFn : I32EnumAttr<"BinaryFn", "elementwise function of two opera
   I32EnumAttrCase<"div", 3>, I32EnumAttrCase<"max", 4>, I32EnumAttrCase<"min", 5>,
   I32EnumAttrCase<"pow", 6>, I32EnumAttrCase<"eq", 7>, I32EnumAttrCase<"ne", 8>,
   I32EnumAttrCase<"lt", 9>, I32EnumAttrCase<"le", 10>, I32EnumAttrCase<"gt", 11>,
-  I32EnumAttrCase<"ge", 12>, I32EnumAttrCase<"And", 13, "and">, I32EnumAttrCase<"Or", 14, "or">
+  I32EnumAttrCase<"ge", 12>, I32EnumAttrCase<"And", 13, "and">, I32EnumAttrCase<"Or", 14, "or">,
+  I32EnumAttrCase<"mod", 15>, I32EnumAttrCase<"fmod", 16>
 ]> {
   let cppNamespace = "::neuron::ntorch";
 }

@@ -59,6 +59,8 @@ template <class T, class Body> void withAluOp(AluOp op, Body &&body) {
       T r = std::fmod(a, b);
       return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
     });
+  case AluOp::Fmod:
+    return body([](T a, T b) { return T(std::fmod(a, b)); });
   }
 }
 
@@ -145,6 +147,8 @@ template <class Body> void withIntAluOp(AluOp op, bool logical, Body &&body) {
       const I r = a % b;
       return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
     });
+  case AluOp::Fmod:
+    return body([](I a, I b) { return b == -1 ? I(0) : I(a % b); });
   }
 }
 

@@ -180,7 +180,7 @@ bool integerPath(const Instruction &inst) {
 void checkDivisors(size_t index, const Instruction &inst,
                    const int64_t *divisor, int64_t n, int64_t first,
                    const char *operand) {
-  if (inst.alu != AluOp::Div && inst.alu != AluOp::Mod)
+  if (inst.alu != AluOp::Div && inst.alu != AluOp::Mod && inst.alu != AluOp::Fmod)
     return;
   for (int64_t i = 0; i < n; ++i)
     if (divisor[i] == 0)

@@ -176,6 +176,9 @@ NEURON_AI void binaryDispatch(AluOp op, const float *a, const float *b,
       float r = std::fmod(x, y);
       return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
     });
+  case AluOp::Fmod: // C's fmod: the result takes the dividend's sign
+    return mapBinaryScalar(a, b, imm, mode, out, n,
+                           [](float x, float y) { return std::fmod(x, y); });
   }
 #undef NEURON_BIN
 }

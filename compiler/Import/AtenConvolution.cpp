@@ -36,31 +36,6 @@ struct ConvGeometry {
   }
 };
 
-/// An argument of one int per spatial dim (a single int applies to all); missing, null or
-/// empty gives `fallback` in every dim.
-static SmallVector<int64_t> perDim(NodeContext &ctx, size_t i, const char *name, int64_t r,
-                                   int64_t fallback) {
-  const nlohmann::json *a = ctx.arg(i, name);
-  SmallVector<int64_t> v;
-  if (a && !a->is_null())
-    v = ctx.intList(i, name);
-  if (v.empty())
-    v.assign(r, fallback);
-  if (v.size() == 1)
-    v.assign(r, v[0]);
-  if ((int64_t)v.size() != r)
-    throw ImportError(std::string("argument ") + name + " should have 1 or " +
-                      std::to_string(r) + " values, got " + std::to_string(v.size()));
-  return v;
-}
-
-static std::string listStr(ArrayRef<int64_t> v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
-
 /// Reads and checks the geometry of a convolution of input `x` and weight `w`; `first` is
 /// the index of the stride argument (padding, dilation, transposed, output_padding and
 /// groups follow).
@@ -72,11 +47,11 @@ static ConvGeometry convGeometry(NodeContext &ctx, Value x, Value w, size_t firs
     throw ImportError("convolution input must be [N, C, ...] with 1 to 3 spatial dims, got rank " +
                       std::to_string(xt.getRank()));
   ctx.requireRank(w, g.r + 2, "the convolution weight");
-  g.stride = perDim(ctx, first, "stride", g.r, 1);
-  g.padding = perDim(ctx, first + 1, "padding", g.r, 0);
-  g.dilation = perDim(ctx, first + 2, "dilation", g.r, 1);
+  g.stride = perDim(ctx, first, "stride", g.r, {1});
+  g.padding = perDim(ctx, first + 1, "padding", g.r, {0});
+  g.dilation = perDim(ctx, first + 2, "dilation", g.r, {1});
   g.transposed = ctx.integer(first + 3, "transposed", 0);
-  g.outputPadding = perDim(ctx, first + 4, "output_padding", g.r, 0);
+  g.outputPadding = perDim(ctx, first + 4, "output_padding", g.r, {0});
   g.groups = ctx.integer(first + 5, "groups", 1);
   g.batch = xt.getDimSize(0);
   g.inChannels = xt.getDimSize(1);

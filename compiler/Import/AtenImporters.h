@@ -101,6 +101,12 @@ Values batchNormNoStats(NodeContext &ctx);
 Values batchNormWithUpdate(NodeContext &ctx);
 
 // AtenPooling.cpp (N-d pooling: 1-D ops arrive as 2-D)
+/// An argument of `r` ints, one per spatial dim (a single int applies to all); missing,
+/// null or empty gives `fallback` (likewise expanded); an ImportError for another count.
+llvm::SmallVector<int64_t> perDim(NodeContext &ctx, size_t i, const char *name, int64_t r,
+                                  llvm::SmallVector<int64_t> fallback);
+/// "[a, b, c]".
+std::string listStr(llvm::ArrayRef<int64_t> v);
 /// Window parameters of a pooling op over the last r dims of [N, C, S...]: kernel, stride,
 /// padding, dilation from argument `first` on; output size and padded input size per
 /// spatial dim (ceil_mode included).

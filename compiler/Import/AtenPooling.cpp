@@ -30,7 +30,7 @@ constexpr int64_t kMaxWindowOffsets = 4096;
 /// Positions are compared in fp32: exact up to 2^24.
 constexpr double kNoPosition = 3.0e38;
 
-static std::string listStr(ArrayRef<int64_t> v) {
+std::string listStr(ArrayRef<int64_t> v) {
   std::string s = "[";
   for (size_t i = 0; i < v.size(); ++i)
     s += (i ? ", " : "") + std::to_string(v[i]);
@@ -44,10 +44,8 @@ static int64_t product(ArrayRef<int64_t> v) {
   return n;
 }
 
-/// An argument of `r` ints (one int applies to all dims); missing, null or empty gives
-/// `fallback`.
-static SmallVector<int64_t> perDim(NodeContext &ctx, size_t i, const char *name, int64_t r,
-                                   SmallVector<int64_t> fallback) {
+SmallVector<int64_t> perDim(NodeContext &ctx, size_t i, const char *name, int64_t r,
+                            SmallVector<int64_t> fallback) {
   const nlohmann::json *a = ctx.arg(i, name);
   SmallVector<int64_t> v;
   if (a && !a->is_null())

@@ -17,7 +17,8 @@ sweep = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(sweep)
 
 # Spread over elementwise, reductions, shapes, indexing, normalization, linear algebra,
-# random ops (whose OpInfo wrappers fork the accelerator's RNG state) and item.
+# random ops (whose OpInfo wrappers fork the accelerator's RNG state), item, convolution and
+# pooling.
 OPS = [
     "abs", "add", "addcmul", "addmm", "amax", "argmax", "bmm", "cat", "clamp",
     "cos", "cumsum", "div.no_rounding_mode", "exp", "flip", "gather",
@@ -26,6 +27,8 @@ OPS = [
     "nn.functional.silu", "permute", "pow", "prod", "repeat", "rsqrt", "sigmoid", "sign",
     "softmax", "sqrt", "stack", "sum", "tanh", "transpose", "tril", "trunc", "where",
     "item", "uniform", "atan2", "slice_scatter",
+    "nn.functional.conv1d", "nn.functional.conv_transpose2d", "nn.functional.avg_pool2d",
+    "nn.functional.adaptive_avg_pool2d", "native_batch_norm",
 ]
 
 

@@ -26,21 +26,18 @@ static Value clampF32(NodeContext &ctx, Value x, double lo, double hi) {
 }
 
 /// The pixel coordinate of normalized grid coordinates g in [-1, 1] over `size` pixels, as
-/// PyTorch's grid_sampler_compute_source_index (zeros or border padding).
+/// PyTorch's CPU kernel computes it (zeros or border padding): (g + 1) * ((size - 1) / 2)
+/// with align_corners, else (g + 1) * (size / 2) - 0.5, each step rounded to the input's
+/// type `et` (eager's bf16 kernel computes the positions in bf16).
 static Value sourceIndex(NodeContext &ctx, Value g, int64_t size, bool alignCorners,
-                         bool border) {
-  // align_corners: (g + 1) / 2 * (size - 1); else ((g + 1) * size - 1) / 2.
-  Value x = alignCorners
-                ? ctx.binaryScalar(BinaryFn::mul, ctx.binaryScalar(BinaryFn::add, g, 1.0),
-                                   (size - 1) / 2.0)
-                : ctx.binaryScalar(
-                      BinaryFn::mul,
-                      ctx.binaryScalar(BinaryFn::sub,
-                                       ctx.binaryScalar(BinaryFn::mul,
-                                                        ctx.binaryScalar(BinaryFn::add, g, 1.0),
-                                                        (double)size),
-                                       1.0),
-                      0.5);
+                         bool border, Type et) {
+  auto rounded = [&](Value v) {
+    return et.isF32() ? v : ctx.castTo(ctx.castTo(v, et), ctx.b.getF32Type());
+  };
+  Value x = rounded(ctx.binaryScalar(BinaryFn::add, g, 1.0));
+  x = rounded(ctx.binaryScalar(BinaryFn::mul, x, alignCorners ? (size - 1) / 2.0 : size / 2.0));
+  if (!alignCorners)
+    x = rounded(ctx.binaryScalar(BinaryFn::sub, x, 0.5));
   if (border)
     return clampF32(ctx, x, 0.0, size - 1.0);
   // Zeros padding: points further out than one pixel read nothing; clamping them there
@@ -81,8 +78,9 @@ Values gridSampler2d(NodeContext &ctx) {
     return ctx.reshape(s, {n, ho, wo});
   };
   bool border = padding == 1;
-  Value ix = sourceIndex(ctx, coord(0), w, alignCorners, border);
-  Value iy = sourceIndex(ctx, coord(1), h, alignCorners, border);
+  Type et = it.getElementType();
+  Value ix = sourceIndex(ctx, coord(0), w, alignCorners, border, et);
+  Value iy = sourceIndex(ctx, coord(1), h, alignCorners, border, et);
   Value x0 = floorF32(ctx, ix), y0 = floorF32(ctx, iy);
   Value x1 = ctx.binaryScalar(BinaryFn::add, x0, 1.0), y1 = ctx.binaryScalar(BinaryFn::add, y0, 1.0);
   // Weights of the far corner's distance: nw = (x1 - ix) * (y1 - iy), and so on.

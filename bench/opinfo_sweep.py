@@ -3,7 +3,8 @@
     python bench/opinfo_sweep.py                      # fp32, all ops -> bench/results/opinfo.{md,csv}
     python bench/opinfo_sweep.py --dtype bfloat16     # bf16 (ops that take it)
     python bench/opinfo_sweep.py --inductor           # also Inductor, on the same samples
-    python bench/opinfo_sweep.py --only sin --only add
+    python bench/opinfo_sweep.py --backward           # gradients -> opinfo_backward.{md,csv}
+    python bench/opinfo_sweep.py --only sin --only add   # (--only never writes the results)
 
 For every OpInfo of torch.testing._internal.common_methods_invocations.op_db that supports
 the dtype on the CPU, its first --samples sample inputs (default 2) run as
@@ -17,7 +18,10 @@ and bool outputs exactly). An op passes if all its samples pass. Each sample is 
   mismatch      outputs differ from eager
   timeout       more than --timeout seconds
   eager error   eager itself raised on the sample (not counted against the backend)
-Forward only; the samples are PyTorch's, so the sweep is deterministic.
+With --backward, ops with autograd run forward and backward instead: the gradients of
+sum(output * probe) (a fixed random probe per floating output) with respect to every floating
+input are compared, so the backward graph AOTAutograd derives goes through the backend too.
+The samples are PyTorch's and the probes seeded, so the sweep is deterministic.
 """
 
 from __future__ import annotations
@@ -96,12 +100,32 @@ def _compare(got, expected, dtype) -> str | None:
     return None
 
 
-def run_sample(op, sample, dtype, backend: str, timeout: int) -> tuple[str, str]:
+def _gradients(fn, tensors):
+    """The gradients of sum(output * probe) over fn's floating outputs with respect to its
+    floating inputs (None for an input it does not depend on); None if no output depends on
+    an input."""
+    inputs = [t.detach().requires_grad_(t.is_floating_point()) for t in tensors]
+    outputs = [o for o in pytree.tree_leaves(fn(*inputs))
+               if isinstance(o, torch.Tensor) and o.requires_grad]  # fmt: skip
+    if not outputs:
+        return None
+    generator = torch.Generator().manual_seed(0)
+    loss = sum((o * torch.randn(o.shape, generator=generator).to(o.dtype)).sum() for o in outputs)
+    wrt = [t for t in inputs if t.requires_grad]
+    return torch.autograd.grad(loss, wrt, allow_unused=True)
+
+
+def run_sample(op, sample, dtype, backend: str, timeout: int, backward: bool = False):
     """(category, detail) of one sample through `backend`."""
     fn, tensors = _graph_fn(op, sample)
     try:
-        with torch.no_grad():
-            expected = fn(*tensors)
+        if backward:
+            expected = _gradients(fn, tensors)
+            if expected is None:
+                return "eager error", "no output depends on a floating input"
+        else:
+            with torch.no_grad():
+                expected = fn(*tensors)
     except Exception as error:  # noqa: BLE001
         return "eager error", f"{type(error).__name__}: {str(error)[:120]}"
     torch._dynamo.reset()
@@ -109,9 +133,13 @@ def run_sample(op, sample, dtype, backend: str, timeout: int) -> tuple[str, str]
     signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(timeout)
     try:
-        with torch.no_grad(), warnings.catch_warnings():
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            got = compiled(*tensors)
+            if backward:
+                got = _gradients(compiled, tensors)
+            else:
+                with torch.no_grad():
+                    got = compiled(*tensors)
     except _Timeout:
         return "timeout", f"over {timeout} s"
     except neuronsim.NeuronCompileError as error:
@@ -134,7 +162,7 @@ def run_sample(op, sample, dtype, backend: str, timeout: int) -> tuple[str, str]
     return ("mismatch", why) if why else ("pass", "")
 
 
-def sweep(dtype, backends, samples, only, timeout, log=print):
+def sweep(dtype, backends, samples, only, timeout, log=print, backward=False):
     from torch.testing._internal.common_methods_invocations import op_db
 
     rows = []
@@ -142,7 +170,7 @@ def sweep(dtype, backends, samples, only, timeout, log=print):
         name = op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
         if only and not any(o == name or o == op.name for o in only):
             continue
-        if dtype not in op.supported_dtypes("cpu"):
+        if dtype not in op.supported_dtypes("cpu") or (backward and not op.supports_autograd):
             continue
         try:
             cases = list(op.sample_inputs("cpu", dtype, requires_grad=False))[:samples]
@@ -151,7 +179,7 @@ def sweep(dtype, backends, samples, only, timeout, log=print):
             continue
         row = {"op": name}
         for backend in backends:
-            results = [run_sample(op, s, dtype, backend, timeout) for s in cases]
+            results = [run_sample(op, s, dtype, backend, timeout, backward) for s in cases]
             counted = [r for r in results if r[0] != "eager error"]
             if not counted:
                 row[backend] = ("eager error", results[0][1] if results else "no samples")
@@ -163,9 +191,10 @@ def sweep(dtype, backends, samples, only, timeout, log=print):
     return rows
 
 
-def write(rows, backends, dtype, command, seconds):
+def write(rows, backends, dtype, command, seconds, backward=False):
     os.makedirs(RESULTS, exist_ok=True)
     suffix = "" if dtype == torch.float32 else f"_{str(dtype).split('.')[-1]}"
+    suffix += "_backward" if backward else ""
     counted = {b: collections.Counter(r[b][0] for r in rows) for b in backends}
     with open(os.path.join(RESULTS, f"opinfo{suffix}.csv"), "w", newline="") as f:
         w = csv.writer(f)
@@ -173,7 +202,8 @@ def write(rows, backends, dtype, command, seconds):
         for r in rows:
             w.writerow([r["op"]] + [x for b in backends for x in r[b]])
     with open(os.path.join(RESULTS, f"opinfo{suffix}.md"), "w") as f:
-        f.write(f"# OpInfo sweep ({str(dtype).split('.')[-1]})\n\n")
+        kind = ", forward and backward" if backward else ""
+        f.write(f"# OpInfo sweep ({str(dtype).split('.')[-1]}{kind})\n\n")
         f.write(f"Produced by: `{command}` in {seconds:.0f} s; torch {torch.__version__}, neuronsim "
                 f"{neuronsim.compiler_version()}. Date: {time.strftime('%Y-%m-%d')}.\n\n")
         f.write("```\n" + (__doc__ or "").strip() + "\n```\n\n")
@@ -205,6 +235,7 @@ def main() -> int:
     parser.add_argument("--only", action="append", help="op name (OpInfo name or name.variant)")
     parser.add_argument("--inductor", action="store_true", help="also run Inductor")
     parser.add_argument("--timeout", type=int, default=60, help="seconds per sample")
+    parser.add_argument("--backward", action="store_true", help="compare gradients")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     # Every sample compiles (nothing from, nor to, the user's disk cache). Set here, not at
@@ -214,9 +245,10 @@ def main() -> int:
     dtype = getattr(torch, args.dtype)
     backends = ["neuron"] + (["inductor"] if args.inductor else [])
     start = time.time()
-    rows = sweep(dtype, backends, args.samples, args.only, args.timeout)
-    if not args.no_write:
-        write(rows, backends, dtype, "python " + " ".join(sys.argv), time.time() - start)
+    rows = sweep(dtype, backends, args.samples, args.only, args.timeout, backward=args.backward)
+    if not args.no_write and not args.only:
+        command = "python " + " ".join(sys.argv)
+        write(rows, backends, dtype, command, time.time() - start, backward=args.backward)
     for b in backends:
         c = collections.Counter(r[b][0] for r in rows)
         print(f"[opinfo] {b}: " + ", ".join(f"{k} {c.get(k, 0)}" for k in CATEGORIES + ("eager error",)))

@@ -222,10 +222,7 @@ Values ceilOp(NodeContext &ctx) { return {floorOrCeil(ctx, ctx.tensor(0), false)
 /// round(x), halves to even: trunc, then one step away from zero where the dropped
 /// fraction is above one half, or exactly one half and trunc is odd. x - trunc(x) is exact;
 /// NaN and inf fail every comparison and stay.
-Values roundOp(NodeContext &ctx) {
-  Value x = ctx.tensor(0);
-  if (!isFloat(x))
-    return {x};
+static Value roundHalfEven(NodeContext &ctx, Value x) {
   Type et = elementTypeOf(x);
   Value t = truncFloat(ctx, x);
   Value fraction = ctx.unary(UnaryFn::abs, ctx.binary(BinaryFn::sub, x, t));
@@ -236,7 +233,31 @@ Values roundOp(NodeContext &ctx) {
   Value up = ctx.binary(BinaryFn::Or, ctx.binaryScalar(BinaryFn::gt, fraction, 0.5), tie);
   Value step = selectOf(ctx, ctx.binaryScalar(BinaryFn::lt, x, 0.0), ctx.scalar(et, -1.0),
                         ctx.scalar(et, 1.0));
-  return {selectOf(ctx, up, ctx.binary(BinaryFn::add, t, step), t)};
+  return selectOf(ctx, up, ctx.binary(BinaryFn::add, t, step), t);
+}
+
+Values roundOp(NodeContext &ctx) {
+  Value x = ctx.tensor(0);
+  return {isFloat(x) ? roundHalfEven(ctx, x) : x};
+}
+
+/// round(x, decimals=d) as eager computes it, in fp32 whatever the float type: with p the
+/// float 10^|d|, round(x * p) / p for d >= 0 and round(x / p) * p for d < 0.
+Values roundDecimals(NodeContext &ctx) {
+  Value x = ctx.tensor(0);
+  if (!isFloat(x))
+    return {x};
+  int64_t decimals = ctx.integer(1, "decimals", 0);
+  if (decimals > 38 || decimals < -38)
+    throw ImportError("round: decimals=" + std::to_string(decimals) +
+                      " is beyond float's exponent range");
+  Type et = elementTypeOf(x);
+  Value wide = ctx.castTo(x, ctx.b.getF32Type());
+  double power = double(float(std::pow(10.0, double(std::abs(decimals)))));
+  BinaryFn into = decimals >= 0 ? BinaryFn::mul : BinaryFn::div;
+  BinaryFn back = decimals >= 0 ? BinaryFn::div : BinaryFn::mul;
+  Value scaled = roundHalfEven(ctx, ctx.binaryScalar(into, wide, power));
+  return {ctx.castTo(ctx.binaryScalar(back, scaled, power), et)};
 }
 
 /// sign(x): 1, -1, or 0 (also for NaN and -0.0, as eager).

@@ -33,6 +33,7 @@ Values floorOp(NodeContext &ctx);
 Values ceilOp(NodeContext &ctx);
 Values signOp(NodeContext &ctx);
 Values roundOp(NodeContext &ctx);
+Values roundDecimals(NodeContext &ctx);
 Values exp2Op(NodeContext &ctx);
 Values eluOp(NodeContext &ctx);
 Values sinhOp(NodeContext &ctx);
@@ -175,6 +176,12 @@ Values repeat(NodeContext &ctx);
 Values diagonal(NodeContext &ctx);
 Values indexTensor(NodeContext &ctx);
 
+// AtenScans.cpp (log-step scans of whole-tensor ops)
+Values cumprod(NodeContext &ctx);
+Values logcumsumexp(NodeContext &ctx);
+Values cummax(NodeContext &ctx);
+Values cummin(NodeContext &ctx);
+
 // AtenSort.cpp (bitonic sorting networks of whole-tensor ops)
 Values sort(NodeContext &ctx);
 Values sortStable(NodeContext &ctx);
@@ -207,5 +214,8 @@ Values hypotOp(NodeContext &ctx);
 Values fminOp(NodeContext &ctx);
 Values fmaxOp(NodeContext &ctx);
 Values logicalXor(NodeContext &ctx);
+
+// AtenKernel.cpp
+Values kernel(NodeContext &ctx);
 
 } // namespace neuron::compiler::aten

@@ -96,6 +96,9 @@ const Entry kAtenOps[] = {
     {"aten.copysign.Tensor", copySign, "abs (Scalar), sign tests and select (Vector)"},
     {"aten.cos.default", unary<UnaryFn::cos>, "activation (Scalar)"},
     {"aten.cosh.default", coshOp, "exp (Scalar), combine (Vector)"},
+    {"aten.cummax.default", cummax, "log-step scan of (value, index) pairs: compares and selects (Vector), shifts (DMA)"},
+    {"aten.cummin.default", cummin, "log-step scan of (value, index) pairs: compares and selects (Vector), shifts (DMA)"},
+    {"aten.cumprod.default", cumprod, "log-step scan of products (Vector), shifts (DMA)"},
     {"aten.cumsum.default", cumsum,
      "floats: matmul with a triangular constant (Tensor); integers: exact log-step scan"},
     {"aten.detach.default", identity, "no instructions"},
@@ -150,6 +153,7 @@ const Entry kAtenOps[] = {
     {"aten.log10.default", log10Op, "log (Scalar), scale (Vector)"},
     {"aten.log1p.default", log1p, "add (Vector), log (Scalar)"},
     {"aten.log2.default", log2Op, "log (Scalar), scale (Vector)"},
+    {"aten.logcumsumexp.default", logcumsumexp, "log-step scan of logaddexp: max/min (Vector), softplus (Scalar), shifts (DMA)"},
     {"aten.logical_and.default", binary<BinaryFn::And>, "elementwise ALU op (Vector)"},
     {"aten.logical_not.default", logicalNot, "compare with 0 (Vector)"},
     {"aten.logical_or.default", binary<BinaryFn::Or>, "elementwise ALU op (Vector)"},
@@ -200,6 +204,7 @@ const Entry kAtenOps[] = {
     {"aten.remainder.Tensor", remainderOp, "ALU mod (floats); integer division, floor fix-up (Vector)"},
     {"aten.repeat.default", repeat, "DMA with stride-0 access pattern"},
     {"aten.reshape.default", reshape, "view of the same HBM bytes (no instructions)"},
+    {"aten.round.decimals", roundDecimals, "scale by 10^decimals in fp32, round as round.default, scale back (Vector)"},
     {"aten.round.default", roundOp, "trunc, fraction tests and a step away from zero (Vector)"},
     {"aten.rsqrt.default", unary<UnaryFn::rsqrt>, "activation (Scalar)"},
     {"aten.rsub.Scalar", rsub, "subtract (Vector)"},
@@ -241,6 +246,7 @@ const Entry kAtenOps[] = {
     {"aten.view.default", reshape, "view of the same HBM bytes (no instructions)"},
     {"aten.view_copy.default", reshape, "view of the same HBM bytes (no instructions)"},
     {"aten.where.self", where, "select (Vector)"},
+    {"neuronsim.kernel.default", kernel, "custom tile kernel (neuronsim.kernels): its ntile loop nest, inlined"},
     {"prims.fma.default", fma, "multiply and add (Vector)"},
 };
 

@@ -12,6 +12,8 @@ import math
 
 import torch
 
+from .special_functions import SPECIAL_DECOMPOSITIONS
+
 aten = torch.ops.aten
 
 
@@ -155,4 +157,5 @@ def transformer_encoder_layer_fwd(
 NEURON_DECOMPOSITIONS = {
     aten._scaled_dot_product_flash_attention_for_cpu_backward.default: sdpa_flash_cpu_backward,
     aten._transformer_encoder_layer_fwd.default: transformer_encoder_layer_fwd,
+    **SPECIAL_DECOMPOSITIONS,
 }

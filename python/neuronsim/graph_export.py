@@ -147,6 +147,11 @@ class _Exporter:
             results = [self._result_spec(v, node, i) for i, v in enumerate(value)]
         else:
             results = [self._result_spec(value, node, 0)]
+        from .kernels.kernel import export_node  # a custom tile kernel's call
+
+        kernel_node = export_node(node, self._ref, results, user_source(node))
+        if kernel_node is not None:
+            return kernel_node
         kwargs = {str(k): self._arg(v, node) for k, v in node.kwargs.items()}
         target = target_name(node.target)
         if target.startswith(_COLLECTIVES):

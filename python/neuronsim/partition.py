@@ -119,13 +119,20 @@ def _reads_storage_of_a_view(node: torch.fx.Node) -> bool:
     )
 
 
+def _is_kernel(node: torch.fx.Node) -> bool:
+    """A call of a custom tile kernel (neuronsim.kernels.torch_op)."""
+    from .kernels.kernel import kernel_op
+
+    return kernel_op(target_name(node.target)) is not None
+
+
 def support_problem(node: torch.fx.Node) -> str | None:
     """Why the compiler cannot take this call_function node, or None if it can.
 
     "" means: the op itself is not supported; otherwise the text names the unsupported
     dtype or layout of one of its tensors (the op is supported for other tensors).
     """
-    if target_name(node.target) not in _supported():
+    if target_name(node.target) not in _supported() and not _is_kernel(node):
         return ""
     for tensor in _node_tensors(node):
         if tensor.layout != torch.strided:

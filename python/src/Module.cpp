@@ -104,6 +104,10 @@ PYBIND11_MODULE(_C, m) {
         facts["chip_link_latency_ns"] = t->chipLinkLatencyNs;
         facts["node_link_bytes_per_ns"] = t->nodeLinkBytesPerNs;
         facts["node_link_latency_ns"] = t->nodeLinkLatencyNs;
+        facts["partitions"] = t->partitions;
+        facts["sbuf_bytes_per_partition"] = t->sbufBytesPerPartition;
+        facts["psum_bytes_per_partition"] = t->psumBytesPerPartition;
+        facts["psum_bank_bytes"] = t->psumBankBytes;
         return facts;
       },
       py::arg("name"), "The target's memory and host-link numbers (the neuron device uses them).");

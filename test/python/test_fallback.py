@@ -1,7 +1,7 @@
 """Unsupported ops: the error that lists them, and CPU fallback (options={"fallback": "cpu"}).
 
 The op left unsupported on purpose is the FFT (aten._fft_r2c, with complex64 results), and
-aten.cummax for the importer's own diagnostic (its tensors have supported dtypes).
+aten.special_airy_ai for the importer's own diagnostic (its tensors have supported dtypes).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ class Spectral(torch.nn.Module):
 class TwoUnsupported(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = torch.fft.rfft(x * 2.0)  # MARK_FFT2
-        values = torch.cummax(x, dim=-1).values[..., :3]  # MARK_CUMMAX
+        values = torch.special.airy_ai(x)[..., :3]  # MARK_AIRY
         return y.real[..., :3] + values
 
 
@@ -63,12 +63,12 @@ def test_unsupported_ops_are_listed_with_source_lines():
         _compile(TwoUnsupported())(torch.randn(4, 10))
     message = str(error.value)
     assert message.startswith("unsupported operators (3):\n"), message
-    fft, cummax = _line_of("# MARK_FFT2"), _line_of("# MARK_CUMMAX")
+    fft, airy = _line_of("# MARK_FFT2"), _line_of("# MARK_AIRY")
     expected = [
         f"aten._fft_r2c.default at test_fallback.py:{fft} in forward: "
         "y = torch.fft.rfft(x * 2.0)  # MARK_FFT2",
-        f"aten.cummax.default at test_fallback.py:{cummax} in forward: "
-        "values = torch.cummax(x, dim=-1).values[..., :3]  # MARK_CUMMAX",
+        f"aten.special_airy_ai.default at test_fallback.py:{airy} in forward: "
+        "values = torch.special.airy_ai(x)[..., :3]  # MARK_AIRY",
         # Taking the real part of a complex tensor is not supported either.
         f"aten.view_as_real.default at test_fallback.py:{fft + 2} in forward: "
         "return y.real[..., :3] + values",
@@ -102,7 +102,7 @@ def test_explicit_fallback_none_is_the_default():
 
 class CumMax(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.cummax(x * 2.0, -1).values  # MARK_CUMMAX_ONLY
+        return torch.special.airy_ai(x * 2.0)  # MARK_AIRY_ONLY
 
 
 def _forward_graph_file(model, *inputs) -> str:
@@ -124,10 +124,10 @@ def test_importer_diagnostic_reaches_the_user_intact(monkeypatch):
     with pytest.raises(_C.CompileError) as native_error:
         _C.compile(_forward_graph_file(CumMax(), x), "{}")
     native_message = str(native_error.value)
-    line = _line_of("# MARK_CUMMAX_ONLY")
+    line = _line_of("# MARK_AIRY_ONLY")
     assert native_message.startswith(
-        "unsupported operators (1):\n  aten.cummax.default at "
-        f"test_fallback.py:{line} in forward: return torch.cummax(x * 2.0, -1).values"
+        "unsupported operators (1):\n  aten.special_airy_ai.default at "
+        f"test_fallback.py:{line} in forward: return torch.special.airy_ai(x * 2.0)"
     ), native_message
 
     # Through the backend with the Python-side check: the same lines (plus a hint).
@@ -194,7 +194,7 @@ def test_cpu_fallback_from_the_environment(monkeypatch):
         expected = model(x)
     assert relative_error(actual, expected) <= FP32_TOLERANCE
     ops = neuronsim.get_fallback_ops()
-    assert ops["aten._fft_r2c.default"] == 1 and ops["aten.cummax.default"] == 1
+    assert ops["aten._fft_r2c.default"] == 1 and ops["aten.special_airy_ai.default"] == 1
 
 
 def test_fully_supported_graph_has_no_fallback():
@@ -220,7 +220,7 @@ class Interleaved(torch.nn.Module):
         flat = y.flatten(1)[:, :16]
         spectrum = torch.fft.rfft(flat).abs()[:, :8]  # CPU
         z = self.fc(spectrum) + torch.tensor([1.0, -1.0, 0.5, 0.0, 2.0, 3.0])
-        top = torch.cummax(z, -1).values[..., :2]  # CPU
+        top = torch.special.airy_ai(z)[..., :2]  # CPU
         return z * y.mean(), top.sum(-1, keepdim=True) - flat.amax(-1, keepdim=True)
 
 
@@ -232,7 +232,7 @@ def test_cpu_fallback_with_several_islands():
     for a, e in zip(actual, expected, strict=True):
         assert relative_error(a, e) <= FP32_TOLERANCE
     ops = neuronsim.get_fallback_ops()
-    assert ops == {"aten._fft_r2c.default": 1, "aten.abs.default": 1, "aten.cummax.default": 1}
+    assert ops == {"aten._fft_r2c.default": 1, "aten.abs.default": 1, "aten.special_airy_ai.default": 1}
     assert neuronsim.cache_stats()["compiles"] >= 2
 
 

@@ -1166,6 +1166,13 @@ TESTED_ELSEWHERE = {
     "_c10d_functional.reduce_scatter_tensor.default",
     "_c10d_functional.reduce_scatter_tensor_coalesced.default",
     "_c10d_functional.wait_tensor.default",
+    # test_round_with_decimals_matches_eager_exactly (this file)
+    "aten.round.decimals",
+    # test_scan_ops.py: values, indices, NaN, inf and ties; gradients
+    "aten.cummax.default",
+    "aten.cummin.default",
+    "aten.cumprod.default",
+    "aten.logcumsumexp.default",
     # test_random_ops.py: distributions, seeds, dropout in training
     "aten.bernoulli.default",
     "aten.bernoulli.p",
@@ -1226,6 +1233,8 @@ TESTED_ELSEWHERE = {
     "aten.grid_sampler_2d.default",
     "aten.max_pool3d_with_indices.default",
     "aten.max_pool3d_with_indices_backward.default",
+    # test_kernels.py: custom tile kernels, eagerly and inside compiled graphs
+    "neuronsim.kernel.default",
 }
 
 
@@ -1353,3 +1362,16 @@ def test_float_floor_division_and_remainders_match_eager_exactly(fn, dtype):
     torch.testing.assert_close(actual, expected, rtol=0, atol=0, equal_nan=True)
     same_sign = torch.signbit(actual[expected == 0]) == torch.signbit(expected[expected == 0])
     assert bool(same_sign.all())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("decimals", [0, 1, 3, -1, -3])
+def test_round_with_decimals_matches_eager_exactly(decimals, dtype):
+    """round(x, decimals) scales by the float 10^|decimals| in fp32 as eager does, so halves
+    (0.125 at 2 decimals, 250 at -2) round to even the same way."""
+    torch.manual_seed(0)
+    x = torch.cat([torch.randn(300) * 10 ** (3 - decimals), torch.tensor([0.125, -2.5, 250.0,
+                   -0.0, float("inf"), float("nan"), 1e30])]).to(dtype)  # fmt: skip
+    fn = lambda t: torch.round(t, decimals=decimals)  # noqa: E731
+    torch.testing.assert_close(torch.compile(fn, backend="neuron", dynamic=False)(x), fn(x),
+                               rtol=0, atol=0, equal_nan=True)  # fmt: skip

@@ -191,6 +191,21 @@ struct ToNIsa : OpConversionPattern<Op> {
   IntegerAttr queue(ConversionPatternRewriter &r, Operation *op, int q) const {
     return r.getI32IntegerAttr(runtime::queueOf(ntile::getCore(op), q));
   }
+  /// The Vector queue, or the engine named by the op's `ntile.engine` attribute ("vector",
+  /// "gpsimd", "scalar": custom kernels choose the engine of ALU work and copies; the
+  /// simulator checks that the engine runs the opcode). Null after an error.
+  IntegerAttr aluQueue(ConversionPatternRewriter &r, Operation *op) const {
+    auto engine = op->getAttrOfType<StringAttr>("ntile.engine");
+    if (!engine || engine.getValue() == "vector")
+      return queue(r, op, nisa::kQueueVector);
+    if (engine.getValue() == "gpsimd")
+      return queue(r, op, nisa::kQueueGpSimd);
+    if (engine.getValue() == "scalar")
+      return queue(r, op, nisa::kQueueScalar);
+    op->emitError("unknown engine '") << engine.getValue()
+                                      << "' (ntile.engine: vector, gpsimd or scalar)";
+    return nullptr;
+  }
   UnitAttr unit(ConversionPatternRewriter &r, bool set) const {
     return set ? r.getUnitAttr() : nullptr;
   }
@@ -296,8 +311,11 @@ struct TensorTensorToNIsa : ToNIsa<ntile::TensorTensorOp> {
   using ToNIsa::ToNIsa;
   LogicalResult matchAndRewrite(ntile::TensorTensorOp op, OpAdaptor,
                                 ConversionPatternRewriter &r) const override {
+    IntegerAttr q = aluQueue(r, op);
+    if (!q)
+      return failure();
     r.replaceOpWithNewOp<nisa::TensorTensorOp>(
-        op, queue(r, op, nisa::kQueueVector), memory.wholeTile(op.getTarget()), op.getOpAttr(),
+        op, q, memory.wholeTile(op.getTarget()), op.getOpAttr(),
         memory.operandTile(op.getLhs(), op.getTarget()),
         memory.operandTile(op.getRhs(), op.getTarget()), nullptr, nullptr);
     return success();
@@ -308,8 +326,11 @@ struct TensorScalarToNIsa : ToNIsa<ntile::TensorScalarOp> {
   using ToNIsa::ToNIsa;
   LogicalResult matchAndRewrite(ntile::TensorScalarOp op, OpAdaptor,
                                 ConversionPatternRewriter &r) const override {
+    IntegerAttr q = aluQueue(r, op);
+    if (!q)
+      return failure();
     r.replaceOpWithNewOp<nisa::TensorScalarOp>(
-        op, queue(r, op, nisa::kQueueVector), memory.wholeTile(op.getTarget()), op.getOpAttr(),
+        op, q, memory.wholeTile(op.getTarget()), op.getOpAttr(),
         memory.wholeTile(op.getSource()), op.getScalarAttr(), unit(r, op.getReverse()), nullptr,
         nullptr);
     return success();
@@ -320,7 +341,10 @@ struct CopyToNIsa : ToNIsa<ntile::CopyOp> {
   using ToNIsa::ToNIsa;
   LogicalResult matchAndRewrite(ntile::CopyOp op, OpAdaptor,
                                 ConversionPatternRewriter &r) const override {
-    r.replaceOpWithNewOp<nisa::TensorCopyOp>(op, queue(r, op, nisa::kQueueVector),
+    IntegerAttr q = aluQueue(r, op);
+    if (!q)
+      return failure();
+    r.replaceOpWithNewOp<nisa::TensorCopyOp>(op, q,
                                              memory.wholeTile(op.getTarget()),
                                              memory.wholeTile(op.getSource()), nullptr, nullptr);
     return success();
@@ -331,7 +355,10 @@ struct ReduceToNIsa : ToNIsa<ntile::ReduceOp> {
   using ToNIsa::ToNIsa;
   LogicalResult matchAndRewrite(ntile::ReduceOp op, OpAdaptor,
                                 ConversionPatternRewriter &r) const override {
-    r.replaceOpWithNewOp<nisa::TensorReduceOp>(op, queue(r, op, nisa::kQueueVector),
+    IntegerAttr q = aluQueue(r, op);
+    if (!q)
+      return failure();
+    r.replaceOpWithNewOp<nisa::TensorReduceOp>(op, q,
                                                memory.wholeTile(op.getTarget()), op.getOpAttr(),
                                                memory.wholeTile(op.getSource()), nullptr, nullptr);
     return success();
@@ -342,8 +369,11 @@ struct SelectToNIsa : ToNIsa<ntile::SelectOp> {
   using ToNIsa::ToNIsa;
   LogicalResult matchAndRewrite(ntile::SelectOp op, OpAdaptor,
                                 ConversionPatternRewriter &r) const override {
+    IntegerAttr q = aluQueue(r, op);
+    if (!q)
+      return failure();
     r.replaceOpWithNewOp<nisa::SelectOp>(
-        op, queue(r, op, nisa::kQueueVector), memory.wholeTile(op.getTarget()),
+        op, q, memory.wholeTile(op.getTarget()),
         memory.operandTile(op.getCondition(), op.getTarget()),
         memory.operandTile(op.getOnTrue(), op.getTarget()),
         memory.operandTile(op.getOnFalse(), op.getTarget()), nullptr, nullptr);

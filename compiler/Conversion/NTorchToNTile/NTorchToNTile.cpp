@@ -254,6 +254,7 @@ struct ConvertNTorchToNTilePass
       addFamily<ntorch::ReduceOp>(patterns, converter, *t, state, lowerReduction);
       addFamily<ntorch::Conv2dOp, ntorch::Pool2dOp>(patterns, converter, *t, state, lowerWindow);
       addFamily<ntorch::FusionOp>(patterns, converter, *t, state, lowerFusion);
+      addFamily<ntorch::KernelOp>(patterns, converter, *t, state, lowerKernel);
       patterns.add<ReturnPattern>(converter, ctx, *t, state, numInputs);
       populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns, converter);
       if (failed(applyPartialConversion(func, legal, std::move(patterns))))

@@ -387,4 +387,25 @@ def NTorch_YieldOp : NTorch_Op<"yield", [Pure, Terminator, HasParent<"FusionOp">
   let builders = [OpBuilder<(ins), [{ /* no values */ }]>];
 }
 
+
+def NTorch_KernelOp : NTorch_Op<"kernel", [Pure]> {
+  let summary = "a custom tile kernel (neuronsim.kernels), inlined by convert-ntorch-to-ntile";
+  let description = [{
+    `ir` is the text of a module holding one ntile function `@<kernel_name>` whose
+    arguments are the HBM buffers of the inputs, then of the results (in order). The
+    lowering inlines that function's body (loop nests of DMAs and engine ops) where the
+    op stands; the kernel's tiles then get the same allocation, DMA queues and
+    semaphores as the graph's.
+    ```mlir
+    %y = ntorch.kernel "rmsnorm"(%x, %g) {ir = "module { func.func @rmsnorm(...) ... }"}
+        : (tensor<256x512xf32>, tensor<512xf32>) -> tensor<256x512xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$kernel_name, StrAttr:$ir, Variadic<NTorch_Tensor>:$inputs);
+  let results = (outs Variadic<NTorch_Tensor>:$results);
+  let assemblyFormat = [{
+    $kernel_name `(` $inputs `)` attr-dict `:` functional-type($inputs, $results)
+  }];
+}
+
 #endif // NTORCH_OPS_TD

@@ -1,0 +1,550 @@
+"""The traced form of a kernel: affine offsets, HBM tensors, tiles, loops and tile ops, and
+their emission as an ntile function (MLIR text) that convert-ntorch-to-ntile inlines."""
+
+from __future__ import annotations
+
+import os
+import struct
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ..errors import NeuronCompileError
+
+MAX_PARTITIONS = 128
+PSUM_BANK_BYTES = 2048  # per partition: 512 fp32 accumulators
+
+MLIR_TYPES = {
+    torch.float32: "f32",
+    torch.bfloat16: "bf16",
+    torch.float16: "f16",
+    torch.int64: "i64",
+    torch.int32: "i32",
+    torch.int16: "i16",
+    torch.int8: "i8",
+    torch.bool: "i1",
+}
+
+
+class KernelError(NeuronCompileError):
+    """A kernel the language cannot take: the message starts with the kernel's source line."""
+
+
+@dataclass(frozen=True)
+class Source:
+    file: str
+    line: int
+    code: str = ""
+
+    def __str__(self) -> str:
+        return f"{os.path.basename(self.file)}:{self.line}"
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def caller_source() -> Source:
+    """The first frame outside this package: the kernel's line that called the language."""
+    frame = sys._getframe(1)
+    while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == (
+        _PACKAGE_DIR
+    ):
+        frame = frame.f_back
+    if frame is None:
+        return Source("<unknown>", 0)
+    import linecache
+
+    code = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+    return Source(frame.f_code.co_filename, frame.f_lineno, code)
+
+
+def mlir_type(dtype: torch.dtype) -> str:
+    name = MLIR_TYPES.get(dtype)
+    if name is None:
+        raise NeuronCompileError(f"dtype {dtype} is not supported in kernels")
+    return name
+
+
+def dtype_bytes(dtype: torch.dtype) -> int:
+    return torch.empty((), dtype=dtype).element_size()
+
+
+def f64(value: float) -> str:
+    """An MLIR f64 literal (the bit pattern for non-finite values)."""
+    value = float(value)
+    if value != value or value in (float("inf"), float("-inf")):
+        return "0x%016X" % struct.unpack("<Q", struct.pack("<d", value))[0]
+    return "%.17e" % value
+
+
+# ---------------------------------------------------------------------------------------------
+# Affine values of loop induction variables
+
+
+class Aff:
+    """const + sum(coef * iv): an index that varies with enclosing kernel loops."""
+
+    __slots__ = ("const", "terms")
+
+    def __init__(self, const: int = 0, terms: dict[Loop, int] | None = None) -> None:
+        self.const = int(const)
+        self.terms = {k: v for k, v in (terms or {}).items() if v != 0}
+
+    @staticmethod
+    def of(value: Any) -> Aff:
+        if isinstance(value, Aff):
+            return value
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"a kernel index must be an int or a loop variable, got {value!r}")
+        return Aff(value)
+
+    def is_const(self) -> bool:
+        return not self.terms
+
+    def __add__(self, other: Any) -> Aff:
+        if not isinstance(other, (Aff, int)):
+            return NotImplemented
+        o = Aff.of(other)
+        terms = dict(self.terms)
+        for k, v in o.terms.items():
+            terms[k] = terms.get(k, 0) + v
+        return Aff(self.const + o.const, terms)
+
+    __radd__ = __add__
+
+    def __neg__(self) -> Aff:
+        return Aff(-self.const, {k: -v for k, v in self.terms.items()})
+
+    def __sub__(self, other: Any) -> Aff:
+        if not isinstance(other, (Aff, int)):
+            return NotImplemented
+        return self + (-Aff.of(other))
+
+    def __rsub__(self, other: Any) -> Aff:
+        return Aff.of(other) - self
+
+    def __mul__(self, other: Any) -> Aff:
+        if isinstance(other, Aff):
+            if other.is_const():
+                other = other.const
+            elif self.is_const():
+                return other * self.const
+            else:
+                raise KernelError(f"{caller_source()}: a product of two loop variables is "
+                                  "not affine")
+        if isinstance(other, bool) or not isinstance(other, int):
+            return NotImplemented
+        return Aff(self.const * other, {k: v * other for k, v in self.terms.items()})
+
+    __rmul__ = __mul__
+
+    def __index__(self) -> int:
+        if self.is_const():
+            return self.const
+        raise KernelError(f"{caller_source()}: a loop variable of nl.affine_range / "
+                          "nl.sequential_range is symbolic: use it in indices, not as a Python int "
+                          "(use range() for a loop unrolled at trace time)")
+
+    def __repr__(self) -> str:
+        parts = [str(self.const)] + [f"{v}*{k.name}" for k, v in self.terms.items()]
+        return " + ".join(parts)
+
+    def bounds(self) -> tuple[int, int]:
+        """Smallest and largest value over the loops' iterations."""
+        lo = hi = self.const
+        for loop, coef in self.terms.items():
+            span = coef * (loop.count - 1)
+            lo += min(0, span)
+            hi += max(0, span)
+        return lo, hi
+
+
+# ---------------------------------------------------------------------------------------------
+# Values
+
+
+class Scope:
+    """The kernel's top level or a loop body: where tiles are allocated and ops recorded."""
+
+    def __init__(self, parent: Scope | None, loop: Loop | None) -> None:
+        self.parent = parent
+        self.loop = loop
+        self.ops: list[Op] = []
+        self.tiles: list[Tile] = []
+
+    def encloses(self, other: Scope) -> bool:
+        s: Scope | None = other
+        while s is not None:
+            if s is self:
+                return True
+            s = s.parent
+        return False
+
+    def loops_to(self, inner: Scope) -> list[Loop]:
+        """The loops between this scope (exclusive) and `inner` (inclusive), outermost first."""
+        loops = []
+        s: Scope | None = inner
+        while s is not None and s is not self:
+            if s.loop is not None:
+                loops.append(s.loop)
+            s = s.parent
+        return loops[::-1]
+
+
+class Loop:
+    _counter = 0
+
+    def __init__(self, count: int, sequential: bool, source: Source) -> None:
+        Loop._counter += 1
+        self.name = f"i{Loop._counter}"
+        self.count = count
+        self.sequential = sequential
+        self.source = source
+        self.scope: Scope | None = None
+
+
+class HbmTensor:
+    """A tensor in HBM: a kernel argument or an output made by nl.ndarray(buffer=nl.shared_hbm)."""
+
+    def __init__(self, name: str, shape: tuple[int, ...], dtype: torch.dtype,
+                 is_output: bool, source: Source | None = None) -> None:
+        self.name = name
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = dtype
+        self.is_output = is_output
+        self.source = source
+        self.written = False
+
+    def mlir_type(self) -> str:
+        dims = "x".join(str(d) for d in self.shape)
+        return f"memref<{dims + 'x' if dims else ''}{mlir_type(self.dtype)}, #ntile.mem<hbm>>"
+
+
+class Tile:
+    """An SBUF or PSUM tile [partitions, free], allocated in a scope."""
+
+    _counter = 0
+
+    def __init__(self, partitions: int, free: int, dtype: torch.dtype, space: str,
+                 scope: Scope, source: Source) -> None:
+        Tile._counter += 1
+        self.id = Tile._counter
+        self.partitions = partitions
+        self.free = free
+        self.dtype = dtype
+        self.space = space
+        self.scope = scope
+        self.source = source
+        self.written = False
+
+    def mlir_type(self) -> str:
+        return (f"memref<{self.partitions}x{self.free}x{mlir_type(self.dtype)}, "
+                f"#ntile.mem<{self.space}>>")
+
+    def bytes_per_partition(self) -> int:
+        return self.free * dtype_bytes(self.dtype)
+
+
+@dataclass
+class TileRegion:
+    """Partitions [p0, p0 + np) and columns [c0, c0 + width) of a tile."""
+
+    tile: Tile
+    p0: int
+    np: int
+    c0: Aff
+    width: int
+
+    def is_whole(self) -> bool:
+        return (self.p0 == 0 and self.np == self.tile.partitions and self.c0.is_const()
+                and self.c0.const == 0 and self.width == self.tile.free)
+
+
+@dataclass
+class HbmAccess:
+    """Elements of an HBM tensor: offset (affine) and [stride, size] pairs, outermost first."""
+
+    tensor: HbmTensor
+    offset: Aff
+    dims: list[tuple[int, int]]
+
+
+@dataclass
+class ConstantTensor:
+    """A constant HBM buffer (identity matrices, masks, fill values) made at trace time."""
+
+    name: str
+    value: torch.Tensor  # contiguous, of the buffer's dtype and shape
+
+    def mlir_type(self) -> str:
+        dims = "x".join(str(d) for d in self.value.shape)
+        return f"memref<{dims}x{mlir_type(self.value.dtype)}, #ntile.mem<hbm>>"
+
+    def literal(self) -> str:
+        t = self.value.contiguous()
+        raw = t.view(torch.uint8).numpy().tobytes() if t.dtype != torch.bool else (
+            t.to(torch.uint8).numpy().tobytes())
+        dims = "x".join(str(d) for d in t.shape)
+        return f'dense<"0x{raw.hex().upper()}"> : tensor<{dims}x{mlir_type(t.dtype)}>'
+
+
+# ---------------------------------------------------------------------------------------------
+# Ops
+
+
+@dataclass
+class Op:
+    source: Source
+
+    def reads(self) -> list[TileRegion]:
+        return []
+
+
+@dataclass
+class AllocOp(Op):
+    tile: Tile = None  # type: ignore[assignment]
+
+
+@dataclass
+class DmaOp(Op):
+    src: TileRegion | HbmAccess | ConstantTensor = None  # type: ignore[assignment]
+    src_dims: list[tuple[int, int]] | None = None  # constants: the pattern read
+    dst: TileRegion | HbmAccess = None  # type: ignore[assignment]
+
+
+@dataclass
+class MatmulOp(Op):
+    stationary: TileRegion = None  # type: ignore[assignment]
+    moving: TileRegion = None  # type: ignore[assignment]
+    dst: TileRegion = None  # type: ignore[assignment]
+    accumulate: bool = False
+    # The loops whose first iterations together write the accumulator first (it is
+    # allocated outside them): the matmul overwrites in that iteration, accumulates in the
+    # others (the emitter peels it off).
+    first_loops: list[Loop] = field(default_factory=list)
+
+
+@dataclass
+class ComputeOp(Op):
+    """One engine op: kind is activation / tensor_tensor / tensor_scalar / copy / reduce /
+    select; attrs holds its function, ALU op, scalar, scale and bias."""
+
+    kind: str = ""
+    srcs: list[TileRegion] = field(default_factory=list)
+    dst: TileRegion = None  # type: ignore[assignment]
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class LoopOp(Op):
+    loop: Loop = None  # type: ignore[assignment]
+    body: Scope = None  # type: ignore[assignment]
+
+
+# ---------------------------------------------------------------------------------------------
+# Emission
+
+
+class _Env:
+    """Per emitted copy of a body: names of tiles, the loops' emitted depths and their
+    substitutions (a peeled iteration is a constant; the rest of the loop shifts by one)."""
+
+    def __init__(self, parent: _Env | None = None) -> None:
+        self.parent = parent
+        self.names: dict[int, str] = {}
+        self.loops: dict[Loop, tuple[int | None, int]] = {}  # loop -> (depth or None, shift)
+        self.zero: set[Loop] = set(parent.zero) if parent else set()
+        self.depth = parent.depth if parent else 0
+
+    def name(self, tile: Tile) -> str:
+        env: _Env | None = self
+        while env is not None:
+            if tile.id in env.names:
+                return env.names[tile.id]
+            env = env.parent
+        raise AssertionError(f"tile {tile.id} not emitted")
+
+    def loop(self, loop: Loop) -> tuple[int | None, int]:
+        env: _Env | None = self
+        while env is not None:
+            if loop in env.loops:
+                return env.loops[loop]
+            env = env.parent
+        raise AssertionError(f"loop {loop.name} not emitted")
+
+
+class Emitter:
+    def __init__(self, kernel_name: str) -> None:
+        self.kernel_name = kernel_name
+        self.lines: list[str] = []
+        self.counter = 0
+        self.hbm_names: dict[int, str] = {}
+        self.constant_names: dict[int, str] = {}
+
+    def fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"%{prefix}{self.counter}"
+
+    def loc(self, source: Source) -> str:
+        file = os.path.basename(source.file).replace("\\", "\\\\").replace('"', '\\"')
+        name = self.kernel_name.replace('"', '\\"')
+        return f'loc("{name}"("{file}":{source.line}:0))'
+
+    def ap(self, env: _Env, offset: Aff, dims: list[tuple[int, int]]) -> str:
+        base = offset.const
+        terms = []
+        for loop, coef in offset.terms.items():
+            depth, shift = env.loop(loop)
+            base += coef * shift
+            if depth is not None:
+                terms.append((depth, coef))
+        text = str(base)
+        for depth, coef in sorted(terms):
+            text += f" + {coef}*iv{depth}"
+        pairs = ", ".join(f"[{s}, {n}]" for s, n in dims)
+        return f"<{text}, [{pairs}]>"
+
+    def emit_line(self, env: _Env, text: str, source: Source) -> None:
+        self.lines.append("  " * (env.depth + 2) + f"{text} {self.loc(source)}")
+
+    def operand(self, env: _Env, region: TileRegion, source: Source) -> tuple[str, str]:
+        """The SSA name and type of a region as a whole tile (a view when it is part)."""
+        root = env.name(region.tile)
+        if region.is_whole():
+            return root, region.tile.mlir_type()
+        assert region.p0 == 0
+        t = region.tile
+        view_type = (f"memref<{region.np}x{region.width}x{mlir_type(t.dtype)}, "
+                     f"#ntile.mem<{t.space}>>")
+        name = self.fresh("v")
+        ap = self.ap(env, region.c0, [(t.free, region.np), (1, region.width)])
+        self.emit_line(env, f"{name} = ntile.view {root} {ap} : {t.mlir_type()} to {view_type}",
+                       source)
+        return name, view_type
+
+    def dma_side(self, env: _Env, side: Any, dims: list[tuple[int, int]] | None) -> tuple[str, str]:
+        if isinstance(side, HbmAccess):
+            return (f"{self.hbm_names[id(side.tensor)]} {self.ap(env, side.offset, side.dims)}",
+                    side.tensor.mlir_type())
+        if isinstance(side, ConstantTensor):
+            return (f"{self.constant_names[id(side)]} {self.ap(env, Aff(0), dims or [])}",
+                    side.mlir_type())
+        t = side.tile
+        offset = side.c0 + side.p0 * t.free
+        pattern = [(t.free, side.np), (1, side.width)]
+        return f"{env.name(t)} {self.ap(env, offset, pattern)}", t.mlir_type()
+
+    def emit_scope(self, scope: Scope, env: _Env) -> None:
+        for op in scope.ops:
+            self.emit_op(op, env)
+
+    def emit_op(self, op: Op, env: _Env) -> None:
+        if isinstance(op, AllocOp):
+            name = self.fresh("t")
+            env.names[op.tile.id] = name
+            self.emit_line(env, f"{name} = memref.alloc() : {op.tile.mlir_type()}", op.source)
+        elif isinstance(op, DmaOp):
+            src, src_type = self.dma_side(env, op.src, op.src_dims)
+            dst, dst_type = self.dma_side(env, op.dst, None)
+            self.emit_line(env, f"ntile.dma {src} to {dst} : {src_type}, {dst_type}", op.source)
+        elif isinstance(op, MatmulOp):
+            st, st_t = self.operand(env, op.stationary, op.source)
+            mv, mv_t = self.operand(env, op.moving, op.source)
+            dst, dst_t = self.operand(env, op.dst, op.source)
+            accumulate = op.accumulate
+            if op.first_loops:
+                accumulate = not all(loop in env.zero for loop in op.first_loops)
+            attr = " {accumulate}" if accumulate else ""
+            self.emit_line(env, f"ntile.matmul {st}, {mv} to {dst}{attr} : {st_t}, {mv_t}, {dst_t}",
+                           op.source)
+        elif isinstance(op, ComputeOp):
+            self.emit_compute(op, env)
+        elif isinstance(op, LoopOp):
+            self.emit_loop(op, env)
+        else:  # pragma: no cover
+            raise AssertionError(op)
+
+    def emit_compute(self, op: ComputeOp, env: _Env) -> None:
+        srcs = [self.operand(env, s, op.source) for s in op.srcs]
+        dst, dst_t = self.operand(env, op.dst, op.source)
+        names = ", ".join(s[0] for s in srcs)
+        types = ", ".join([s[1] for s in srcs] + [dst_t])
+        a = op.attrs
+        attrs = []
+        if op.kind == "activation":
+            if a.get("scale", 1.0) != 1.0:
+                attrs.append(f"scale = {f64(a['scale'])}")
+            if a.get("bias", 0.0) != 0.0:
+                attrs.append(f"bias = {f64(a['bias'])}")
+        if op.kind == "tensor_scalar" and a.get("reverse"):
+            attrs.append("reverse")
+        if a.get("engine") not in (None, "vector"):
+            attrs.append(f'ntile.engine = "{a["engine"]}"')
+        extra = (" {" + ", ".join(attrs) + "}") if attrs else ""
+        if op.kind == "activation":
+            text = f"ntile.activation {a['fn']} {names} to {dst}{extra} : {types}"
+        elif op.kind == "tensor_tensor":
+            text = f"ntile.tensor_tensor {a['op']} {names} to {dst}{extra} : {types}"
+        elif op.kind == "tensor_scalar":
+            text = (f"ntile.tensor_scalar {a['op']} {names}, {f64(a['scalar'])} to {dst}{extra}"
+                    f" : {types}")
+        elif op.kind == "copy":
+            text = f"ntile.copy {names} to {dst}{extra} : {types}"
+        elif op.kind == "reduce":
+            text = f"ntile.reduce {a['op']} {names} to {dst}{extra} : {types}"
+        elif op.kind == "select":
+            text = f"ntile.select {names} to {dst}{extra} : {types}"
+        else:  # pragma: no cover
+            raise AssertionError(op.kind)
+        self.emit_line(env, text, op.source)
+
+    def _peels(self, loop: Loop, scope: Scope, env: _Env) -> bool:
+        """Whether a matmul below `loop` overwrites its accumulator in loop's first iteration
+        (given the enclosing accumulation loops already peeled to their first iteration)."""
+        for op in scope.ops:
+            if isinstance(op, MatmulOp) and loop in op.first_loops:
+                outer = op.first_loops[: op.first_loops.index(loop)]
+                if all(l in env.zero for l in outer):
+                    return True
+            if isinstance(op, LoopOp) and self._peels(loop, op.body, env):
+                return True
+        return False
+
+    def emit_loop(self, op: LoopOp, env: _Env) -> None:
+        loop = op.loop
+        peel = self._peels(loop, op.body, env)
+        if peel or loop.count == 1:
+            first = _Env(env)
+            first.loops[loop] = (None, 0)
+            first.zero.add(loop)
+            self.emit_scope(op.body, first)
+            # Tiles of the peeled copy are visible to nothing after it.
+            if loop.count == 1:
+                return
+        start = 1 if peel else 0
+        inner = _Env(env)
+        inner.loops[loop] = (env.depth, start)
+        inner.depth = env.depth + 1
+        self.lines.append("  " * (env.depth + 2) + f"ntile.loop iv{env.depth} to "
+                          f"{loop.count - start} {{")
+        self.emit_scope(op.body, inner)
+        self.lines.append("  " * (env.depth + 2) + f"}} {self.loc(loop.source)}")
+
+    def emit(self, root: Scope, inputs: list[HbmTensor], outputs: list[HbmTensor],
+             constants: list[ConstantTensor], source: Source) -> str:
+        args = []
+        for i, t in enumerate(inputs + outputs):
+            name = f"%arg{i}"
+            self.hbm_names[id(t)] = name
+            args.append(f"{name}: {t.mlir_type()}")
+        env = _Env()
+        for c in constants:
+            name = self.fresh("c")
+            self.constant_names[id(c)] = name
+            self.emit_line(env, f"{name} = ntile.constant {c.literal()} : {c.mlir_type()}",
+                           source)
+        self.emit_scope(root, env)
+        header = f"  func.func @{self.kernel_name}({', '.join(args)}) {{"
+        return "\n".join(["module {", header, *self.lines, "    return", "  }", "}", ""])

@@ -1,0 +1,343 @@
+"""Recording tile ops: data movement, the engines' instructions, and assignment into tiles
+(which redirects the op that made a fresh result, as NKI's `out[...] = op(...)` does)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from . import ir
+from .ir import Aff, Source, TileRegion
+from .tracer import error, tracer
+from .values import HbmView, TileView, as_tile
+
+FLOATS = (torch.float32, torch.bfloat16, torch.float16)
+MATMUL_DTYPES = FLOATS
+
+
+def _name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def new_result(shape: tuple[int, int], dtype: torch.dtype, space: str, source: Source
+               ) -> TileView:
+    """A fresh tile for an op's result (a later `dst[...] = ` may redirect the op)."""
+    t = tracer()
+    tile = t.new_tile(shape[0], shape[1], dtype, space, source)
+    return TileView.whole(tile)
+
+
+def _finish(op: ir.Op, result: TileView) -> TileView:
+    t = tracer()
+    t.record(op)
+    t.fresh = (op, result.region.tile)
+    return result
+
+
+def record(op: ir.Op) -> None:
+    t = tracer()
+    t.record(op)
+    t.fresh = None
+
+
+# -- data movement ------------------------------------------------------------------------
+
+
+def _dims_of_view(view: HbmView, source: Source) -> tuple[int, int]:
+    shape = view.shape
+    if len(shape) == 0:
+        return 1, 1
+    if len(shape) == 1:
+        return 1, shape[0]
+    free = 1
+    for d in shape[1:]:
+        free *= d
+    return shape[0], free
+
+
+def load(view: HbmView, dtype: torch.dtype | None, source: Source, transpose: bool = False
+         ) -> TileView:
+    t = tracer()
+    dims = list(view.dims)
+    if transpose:
+        if len(dims) != 2:
+            raise error("nl.load_transpose2d takes a 2-D HBM view", source)
+        dims = [dims[1], dims[0]]
+    p, f = _dims_of_view(HbmView(view.tensor, view.offset, dims), source)
+    tile = t.new_tile(p, f, view.dtype, "sbuf", source)
+    region = TileRegion(tile, 0, p, Aff(0), f)
+    t.write(region, source)
+    src = ir.HbmAccess(view.tensor, view.offset, dims if len(dims) > 1 else [(0, 1)] + dims)
+    result = _finish(ir.DmaOp(source, src, None, region), TileView(region))
+    if dtype is not None and dtype != view.dtype:
+        result = copy(result, dtype, source)
+    return result
+
+
+def store(view: HbmView, value: Any, source: Source) -> None:
+    t = tracer()
+    tile = as_tile(value, "the value of nl.store")
+    if not view.tensor.is_output:
+        raise error("kernels write only the HBM tensors they make with nl.ndarray(..., "
+                    "buffer=nl.shared_hbm) (their inputs are read-only)", source)
+    p, f = _dims_of_view(view, source)
+    if (p, f) != tile.shape:
+        raise error(f"nl.store of a tile of shape {list(tile.shape)} into an HBM view of shape "
+                    f"{list(view.shape)}", source)
+    if tile.dtype != view.dtype:  # DMA does not convert: the Vector engine does first
+        tile = copy(tile, view.dtype, source)
+    t.read(tile.region, source)
+    dims = view.dims if len(view.dims) > 1 else [(0, 1)] + list(view.dims)
+    record(ir.DmaOp(source, tile.region, None, ir.HbmAccess(view.tensor, view.offset, dims)))
+    view.tensor.written = True
+
+
+def fill(view: TileView, value: float, source: Source) -> None:
+    tracer().fill(view.region, value, source)
+    tracer().fresh = None
+
+
+# -- engines --------------------------------------------------------------------------------
+
+
+def _check_engine_dtype(tile: TileView, engine: str, allowed: tuple[torch.dtype, ...],
+                        source: Source) -> None:
+    if tile.dtype not in allowed:
+        names = ", ".join(_name(d) for d in allowed)
+        raise error(f"the {engine} does not take {_name(tile.dtype)} tiles (it takes {names})",
+                    source)
+
+
+def _compute_source(tile: TileView, what: str, source: Source) -> None:
+    if tile.region.p0 != 0:
+        raise error(f"{what}: engines read tiles from partition 0; a tile slice starting at "
+                    f"partition {tile.region.p0} can only be moved by DMA (nl.load/nl.store)",
+                    source)
+    tracer().read(tile.region, source)
+
+
+def _result_dtype(srcs: list[TileView], dtype: torch.dtype | None) -> torch.dtype:
+    if dtype is not None:
+        return dtype
+    if any(s.buffer == "psum" for s in srcs):
+        return torch.float32
+    return srcs[0].dtype
+
+
+def matmul(stationary: Any, moving: Any, source: Source) -> TileView:
+    st = as_tile(stationary, "the stationary operand of nc_matmul")
+    mv = as_tile(moving, "the moving operand of nc_matmul")
+    for tile, name in ((st, "stationary"), (mv, "moving")):
+        _check_engine_dtype(tile, "Tensor engine", MATMUL_DTYPES, source)
+        if tile.buffer != "sbuf":
+            raise error(f"the {name} operand of nc_matmul must be in SBUF, not "
+                        f"{tile.buffer.upper()}", source)
+        _compute_source(tile, f"the {name} operand of nc_matmul", source)
+    if st.shape[0] != mv.shape[0]:
+        raise error(f"nc_matmul contracts over the partitions: stationary {list(st.shape)} and "
+                    f"moving {list(mv.shape)} differ in partitions", source)
+    if st.shape[1] > ir.MAX_PARTITIONS:
+        raise error(f"the stationary operand has {st.shape[1]} columns; the Tensor engine "
+                    f"takes at most {ir.MAX_PARTITIONS} (they become the result's partitions)",
+                    source)
+    n = mv.shape[1]
+    if n * 4 > ir.PSUM_BANK_BYTES:
+        raise error(f"nc_matmul of {n} moving columns: an accumulation group of {n} fp32 "
+                    f"spans {-(-n * 4 // ir.PSUM_BANK_BYTES)} PSUM banks; one bank holds "
+                    f"{ir.PSUM_BANK_BYTES // 4} fp32 per partition", source)
+    result = new_result((st.shape[1], n), torch.float32, "psum", source)
+    tracer().write(result.region, source)
+    return _finish(ir.MatmulOp(source, st.region, mv.region, result.region), result)
+
+
+ENGINES = {  # the engines that run each Vector-class op (runtime/simulator/Checks.cpp)
+    "tensor_tensor": ("vector", "gpsimd"),
+    "tensor_scalar": ("vector", "gpsimd"),
+    "reduce": ("vector", "gpsimd"),
+    "select": ("vector", "gpsimd"),
+    "copy": ("vector", "scalar", "gpsimd"),
+}
+
+
+def compute(kind: str, srcs: list[Any], attrs: dict[str, Any], shape: tuple[int, int],
+            dtype: torch.dtype | None, source: Source, engine: str,
+            allowed: tuple[torch.dtype, ...] | None = None) -> TileView:
+    choice = attrs.get("engine")
+    if choice is not None:
+        if choice not in ENGINES.get(kind, ()):
+            raise error(f"{kind} runs on the {' or '.join(ENGINES.get(kind, ('Scalar',)))} "
+                        f"engine, not {choice!r}", source)
+        engine = f"{choice.capitalize() if choice != 'gpsimd' else 'GpSimd'} engine"
+    tiles = [as_tile(s, f"operand {i} of {kind}") for i, s in enumerate(srcs)]
+    for tile in tiles:
+        if allowed is not None:
+            _check_engine_dtype(tile, engine, allowed, source)
+        _compute_source(tile, kind, source)
+    out_dtype = _result_dtype(tiles, dtype)
+    if allowed is not None and out_dtype not in allowed:
+        raise error(f"the {engine} does not write {_name(out_dtype)} tiles", source)
+    result = new_result(shape, out_dtype, "sbuf", source)
+    tracer().write(result.region, source)
+    return _finish(ir.ComputeOp(source, kind, [t.region for t in tiles], result.region, attrs),
+                   result)
+
+
+def copy(value: Any, dtype: torch.dtype | None, source: Source, engine: str | None = None
+         ) -> TileView:
+    tile = as_tile(value, "the source of a copy")
+    return compute("copy", [tile], {"engine": engine}, tile.shape, dtype or tile.dtype, source,
+                   "Vector engine")
+
+
+def activation(fn: str, data: Any, scale: float, bias: Any, dtype: torch.dtype | None,
+               source: Source) -> TileView:
+    tile = as_tile(data, "the data of activation")
+    if bias is None:
+        bias = 0.0
+    if not isinstance(bias, (int, float)):
+        raise error("activation takes a float bias (a per-partition bias tile is not "
+                    "supported: subtract it with nl.subtract first)", source)
+    if not isinstance(scale, (int, float)):
+        raise error("activation takes a float scale", source)
+    return compute("activation", [tile], {"fn": fn, "scale": float(scale), "bias": float(bias)},
+                   tile.shape, dtype, source, "Scalar engine", FLOATS)
+
+
+def _broadcasts(a: TileView, b: TileView) -> tuple[int, int] | None:
+    if a.shape == b.shape:
+        return a.shape
+    if a.shape[0] == b.shape[0] and b.shape[1] == 1:
+        return a.shape
+    if a.shape[0] == b.shape[0] and a.shape[1] == 1:
+        return b.shape
+    return None
+
+
+def elementwise(op: str, x: Any, y: Any, reverse: bool = False,
+                dtype: torch.dtype | None = None, source: Source | None = None,
+                engine: str | None = None) -> TileView:
+    x = as_tile(x, f"the first operand of {op}")
+    if isinstance(y, (int, float)) and not isinstance(y, bool):
+        return compute("tensor_scalar", [x],
+                       {"op": op, "scalar": float(y), "reverse": reverse, "engine": engine},
+                       x.shape, dtype, source, "Vector engine")
+    y = as_tile(y, f"the second operand of {op}")
+    shape = _broadcasts(x, y)
+    if shape is None:
+        raise error(f"{op} of tiles {list(x.shape)} and {list(y.shape)}: operands match or one "
+                    "is a [partitions, 1] column broadcast along the free dimension", source)
+    lhs, rhs = (y, x) if reverse else (x, y)
+    if lhs.shape != shape:  # the broadcast column goes second
+        if op not in ("add", "mul", "max", "min", "eq", "ne", "and", "or", "xor"):
+            raise error(f"{op} with the broadcast [P, 1] column first is not supported; "
+                        "put the full tile first", source)
+        lhs, rhs = rhs, lhs
+    return compute("tensor_tensor", [lhs, rhs], {"op": op, "engine": engine}, shape, dtype,
+                   source, "Vector engine")
+
+
+def reduce(op: str, data: Any, axis: Any, dtype: torch.dtype | None, source: Source,
+           engine: str | None = None) -> TileView:
+    tile = as_tile(data, f"the data of a {op} reduction")
+    if axis not in (1, -1, (1,), [1]):
+        raise error(f"reductions run along the free dimension (axis=1), got axis={axis!r}",
+                    source)
+    return compute("reduce", [tile], {"op": op, "engine": engine}, (tile.shape[0], 1), dtype,
+                   source, "Vector engine")
+
+
+def select(condition: TileView, on_true: Any, on_false: TileView, source: Source,
+           dtype: torch.dtype | None, engine: str | None = None) -> TileView:
+    on_true = as_tile(on_true, "on_true_tile")
+    return compute("select", [condition, on_true, on_false], {"engine": engine}, on_true.shape,
+                   dtype or on_true.dtype, source, "Vector engine")
+
+
+# -- assignment -----------------------------------------------------------------------------
+
+
+def _redirect(target: TileView, value: TileView, source: Source) -> ir.Op | None:
+    """The op that made `value` when it is the newest, still unread fresh result: it then
+    writes `target` instead (its own tile is dropped)."""
+    t = tracer()
+    fresh = getattr(t, "fresh", None)
+    if fresh is None or not value.region.is_whole() or fresh[1] is not value.region.tile:
+        return None
+    op, tile = fresh
+    if target.shape != value.shape:
+        raise error(f"assigns a tile of shape {list(value.shape)} to a tile region of shape "
+                    f"{list(target.shape)}", source)
+    if target.region.p0 != 0 and not isinstance(op, ir.DmaOp):
+        raise error("engines write tiles from partition 0; this region starts at partition "
+                    f"{target.region.p0}", source)
+    # Drop the fresh tile's allocation (the op right before it in the same scope).
+    ops = t.scope.ops
+    for i in range(len(ops) - 1, -1, -1):
+        if isinstance(ops[i], ir.AllocOp) and ops[i].tile is tile:
+            del ops[i]
+            break
+    t.scope.tiles.remove(tile)
+    op.dst = target.region
+    t.fresh = None
+    return op
+
+
+def assign(target: TileView, value: Any, source: Source) -> None:
+    if isinstance(value, TileView) and value.region == target.region:
+        return  # `t[...] += x` assigns the updated view back to itself
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        fill(target, float(value), source)
+        return
+    value = as_tile(value, "the assigned value")
+    t = tracer()
+    fresh = t.fresh
+    # A DMA does not convert: a load of another dtype is copied (converted) instead.
+    redirectable = not (fresh is not None and isinstance(fresh[0], ir.DmaOp)
+                        and value.dtype != target.dtype)
+    if fresh is not None and isinstance(fresh[0], ir.MatmulOp) and (
+            fresh[1] is value.region.tile):
+        _matmul_target(target, source)
+    op = _redirect(target, value, source) if redirectable else None
+    if op is not None:
+        t.write(target.region, source)
+        return
+    if value.shape != target.shape:
+        raise error(f"assigns a tile of shape {list(value.shape)} to a tile region of shape "
+                    f"{list(target.shape)}", source)
+    op = copy(value, target.dtype, source)
+    _redirect(target, op, source)
+    t.write(target.region, source)
+
+
+def _matmul_target(target: TileView, source: Source) -> None:
+    if target.buffer != "psum" or target.dtype != torch.float32:
+        raise error(f"nc_matmul writes fp32 PSUM tiles; the target is a {_name(target.dtype)} "
+                    f"{target.buffer.upper()} tile", source)
+
+
+def accumulate(target: TileView, value: Any, source: Source) -> None:
+    """`target += value`: a matmul's fresh result accumulates in PSUM; anything else adds on
+    the Vector engine."""
+    t = tracer()
+    if isinstance(value, TileView):
+        fresh = getattr(t, "fresh", None)
+        if fresh is not None and isinstance(fresh[0], ir.MatmulOp) and (
+                fresh[1] is value.region.tile):
+            _matmul_target(target, source)
+            first = not target.region.tile.written
+            op = _redirect(target, value, source)
+            assert isinstance(op, ir.MatmulOp)
+            if first:
+                # Written first here: the first iteration of the loops between the tile's
+                # allocation and this op overwrites, the others accumulate.
+                op.first_loops = target.region.tile.scope.loops_to(t.scope)
+                op.accumulate = False
+            else:
+                op.accumulate = True
+            t.check_visible(target.region, source)
+            target.region.tile.written = True
+            return
+    result = elementwise("add", target, value, source=source)
+    _redirect(target, result, source)
+    t.write(target.region, source)

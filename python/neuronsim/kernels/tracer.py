@@ -1,0 +1,219 @@
+"""Tracing a kernel: running its Python function once on symbolic HBM tensors and tiles,
+recording loops and tile ops (ir.py), and checking what a kernel author gets wrong."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from . import ir
+from .ir import Aff, KernelError, Source, Tile, TileRegion, caller_source
+
+_current: list[Tracer] = []
+
+
+def tracer() -> Tracer:
+    if not _current:
+        raise KernelError(
+            f"{caller_source()}: neuronsim.kernels.language / isa functions are called "
+            "inside a kernel being traced (a function decorated with @neuronsim.kernels.jit)"
+        )
+    return _current[-1]
+
+
+def error(message: str, source: Source | None = None) -> KernelError:
+    source = source or caller_source()
+    t = _current[-1] if _current else None
+    where = f"kernel '{t.name}'" if t else "kernel"
+    code = f": `{source.code}`" if source.code else ""
+    return KernelError(f"{source} in {where}{code}: {message}")
+
+
+@dataclass
+class Traced:
+    """A traced kernel: its ntile IR and the shapes and dtypes of its outputs."""
+
+    name: str
+    ir: str
+    outputs: list[tuple[tuple[int, ...], torch.dtype]]
+    source: Source
+
+
+class Tracer:
+    def __init__(self, name: str, capacity_sbuf: int, capacity_psum: int) -> None:
+        self.name = name
+        self.root = ir.Scope(None, None)
+        self.scope = self.root
+        self.inputs: list[ir.HbmTensor] = []
+        self.outputs: list[ir.HbmTensor] = []
+        self.constants: list[ir.ConstantTensor] = []
+        self.constant_tiles: dict[Any, Tile] = {}
+        self.prologue: list[ir.Op] = []
+        self.capacity = {"sbuf": capacity_sbuf, "psum": capacity_psum}
+        # The newest op and the fresh tile it made, while nothing else has happened since:
+        # `dst[...] = op(...)` and `acc += nc_matmul(...)` redirect it.
+        self.fresh: tuple[ir.Op, Tile] | None = None
+
+    # -- scopes and loops ------------------------------------------------------------------
+
+    def record(self, op: ir.Op) -> ir.Op:
+        self.scope.ops.append(op)
+        self.fresh = None
+        return op
+
+    def new_tile(self, partitions: int, free: int, dtype: torch.dtype, space: str,
+                 source: Source, at_root: bool = False) -> Tile:
+        if partitions > ir.MAX_PARTITIONS:
+            raise error(f"a tile of {partitions} partitions: at most {ir.MAX_PARTITIONS} exist "
+                        "(the first dimension of an SBUF/PSUM tile is the partition dimension)",
+                        source)
+        if partitions < 1 or free < 1:
+            raise error(f"a tile needs positive sizes, got [{partitions}, {free}]", source)
+        ir.mlir_type(dtype)
+        scope = self.root if at_root else self.scope
+        tile = Tile(partitions, free, dtype, space, scope, source)
+        if space == "psum" and tile.bytes_per_partition() > ir.PSUM_BANK_BYTES:
+            raise error(f"a PSUM tile of {tile.bytes_per_partition()} bytes per partition "
+                        f"spans {-(-tile.bytes_per_partition() // ir.PSUM_BANK_BYTES)} PSUM "
+                        f"banks; an accumulation group lives in one bank of "
+                        f"{ir.PSUM_BANK_BYTES} bytes ({ir.PSUM_BANK_BYTES // 4} fp32)", source)
+        # (a single tile larger than the memory; what is live together is checked by the
+        # compiler's tile allocation, with liveness, whose error names this line too)
+        if tile.bytes_per_partition() > self.capacity[space]:
+            raise error(f"{space.upper()} over capacity: a tile of "
+                        f"{tile.bytes_per_partition()} bytes per partition, more than the "
+                        f"{self.capacity[space]} of one partition", source)
+        scope.tiles.append(tile)
+        alloc = ir.AllocOp(source, tile)
+        if at_root:
+            self.prologue.append(alloc)
+        else:
+            self.record(alloc)
+        return tile
+
+    # -- checks ----------------------------------------------------------------------------
+
+    def check_visible(self, region: TileRegion, source: Source) -> None:
+        if not region.tile.scope.encloses(self.scope):
+            raise error(f"the tile allocated at line {region.tile.source.line} lives in a loop "
+                        "body that has ended; allocate it before the loop to keep it", source)
+        lo, hi = region.c0.bounds()
+        if lo < 0 or hi + region.width > region.tile.free:
+            raise error(f"columns [{lo}, {hi + region.width}) are outside the tile's "
+                        f"{region.tile.free}", source)
+
+    def read(self, region: TileRegion, source: Source) -> None:
+        self.check_visible(region, source)
+        if not region.tile.written:
+            raise error(f"reads the {region.tile.space.upper()} tile allocated at line "
+                        f"{region.tile.source.line} before anything writes it", source)
+
+    def write(self, region: TileRegion, source: Source) -> None:
+        self.check_visible(region, source)
+        region.tile.written = True
+
+    # -- constants -------------------------------------------------------------------------
+
+    def constant_tile(self, key: Any, value: torch.Tensor, source: Source) -> Tile:
+        """A tile holding `value` [P, F], loaded once at the kernel's start."""
+        cached = self.constant_tiles.get(key)
+        if cached is not None:
+            return cached
+        value = value.contiguous()
+        const = ir.ConstantTensor(f"c{len(self.constants)}", value)
+        self.constants.append(const)
+        p, f = value.shape
+        tile = self.new_tile(p, f, value.dtype, "sbuf", source, at_root=True)
+        self.prologue.append(ir.DmaOp(source, const, [(f, p), (1, f)],
+                                      TileRegion(tile, 0, p, Aff(0), f)))
+        tile.written = True
+        self.constant_tiles[key] = tile
+        return tile
+
+    def fill(self, region: TileRegion, value: float, source: Source) -> None:
+        """Writes `value` into a region: a broadcast DMA from a one-element constant."""
+        key = ("fill", region.tile.dtype, float(value))
+        const = next((c for c in self.constants if getattr(c, "key", None) == key), None)
+        if const is None:
+            const = ir.ConstantTensor(f"c{len(self.constants)}",
+                                      torch.full((1,), float(value), dtype=region.tile.dtype))
+            const.key = key  # type: ignore[attr-defined]
+            self.constants.append(const)
+        self.write(region, source)
+        self.record(ir.DmaOp(source, const, [(0, region.np), (0, region.width)], region))
+
+    # -- the whole kernel ------------------------------------------------------------------
+
+    def finish(self, returned: Any, source: Source) -> Traced:
+        if self.scope is not self.root:
+            raise error("the kernel returned from inside a loop (or a loop was left with "
+                        "break); kernel loops run to their end", source)
+        results = list(returned) if isinstance(returned, (tuple, list)) else [returned]
+        results = [r.tensor if _whole_view(r) else r for r in results]
+        for r in results:
+            if not isinstance(r, ir.HbmTensor) or not r.is_output:
+                raise error("a kernel returns the HBM tensors it made with nl.ndarray(..., "
+                            f"buffer=nl.shared_hbm), got {type(r).__name__}", source)
+        made = [t for t in self.outputs]
+        for t in made:
+            if t not in results:
+                raise error(f"the HBM tensor made at line {t.source.line} is not returned",
+                            t.source)
+            if not t.written:
+                raise error(f"the returned HBM tensor made at line {t.source.line} is never "
+                            "written (nl.store into it)", t.source)
+        if len(set(map(id, results))) != len(results):
+            raise error("the kernel returns the same tensor twice", source)
+        self.root.ops[:0] = self.prologue
+        symbol = re.sub(r"[^A-Za-z0-9_]", "_", self.name)
+        text = ir.Emitter(symbol).emit(self.root, self.inputs, results, self.constants, source)
+        return Traced(symbol, text, [(r.shape, r.dtype) for r in results], source)
+
+
+def _whole_view(value: Any) -> bool:
+    from .values import HbmView
+
+    return isinstance(value, HbmView) and value.offset.is_const() and value.offset.const == 0 \
+        and value.shape == value.tensor.shape
+
+
+def trace(fn: Callable[..., Any], name: str, args: list[Any], kwargs: dict[str, Any],
+          target: str = "trn2") -> Traced:
+    """Runs `fn` on symbolic HBM tensors in place of the tensors of `args`."""
+    from .. import native
+
+    from .values import HbmView
+
+    sbuf, psum = _capacities(native, target)
+    t = Tracer(name, sbuf, psum)
+    symbolic = []
+    for i, a in enumerate(args):
+        if isinstance(a, torch.Tensor):
+            h = ir.HbmTensor(f"in{i}", tuple(a.shape), a.dtype, is_output=False)
+            h.written = True
+            t.inputs.append(h)
+            symbolic.append(HbmView(h))
+        else:
+            symbolic.append(a)
+    import inspect
+
+    try:
+        lines, first = inspect.getsourcelines(fn)
+        source = Source(inspect.getsourcefile(fn) or "<kernel>", first)
+    except (OSError, TypeError):
+        source = Source("<kernel>", 0)
+    _current.append(t)
+    try:
+        returned = fn(*symbolic, **kwargs)
+        return t.finish(returned, source)
+    finally:
+        _current.pop()
+
+
+def _capacities(native: Any, target: str) -> tuple[int, int]:
+    """SBUF and PSUM bytes per partition of the target (runtime/program/Target.cpp)."""
+    facts = native.lib().target_facts(target)
+    return int(facts["sbuf_bytes_per_partition"]), int(facts["psum_bytes_per_partition"])

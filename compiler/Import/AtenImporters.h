@@ -71,8 +71,8 @@ Values nativeDropout(NodeContext &ctx);
 Values mm(NodeContext &ctx);
 Values bmm(NodeContext &ctx);
 Values addmm(NodeContext &ctx);
-Values convolution(NodeContext &ctx);
 Values cumsum(NodeContext &ctx);
+Values trilinear(NodeContext &ctx);
 
 // AtenReductions.cpp
 Values sum(NodeContext &ctx);
@@ -89,28 +89,63 @@ Values softmax(NodeContext &ctx);
 Values logSoftmax(NodeContext &ctx);
 Values layerNorm(NodeContext &ctx);
 Values batchNormInference(NodeContext &ctx);
-Values avgPool2d(NodeContext &ctx);
-Values adaptiveAvgPool2d(NodeContext &ctx);
+/// Batch norm with the given running statistics (x, w, b, mean, var at 0-4), eps at
+/// argument `epsIndex`: (y, empty mean, empty rstd).
+Values batchNormWithStats(NodeContext &ctx, size_t epsIndex);
 Values groupNorm(NodeContext &ctx);
 Values prod(NodeContext &ctx);
 Values vectorNorm(NodeContext &ctx);
 
-// AtenBackward.cpp (max pooling forward too: its indices and backward share the windows)
-/// Window parameters of a 2-D pooling op, checked against the NCHW input: kernel,
-/// stride, padding, dilation from argument `first` on; output size and padded input size
-/// per spatial dim (ceil_mode included).
+// AtenBackward.cpp
+Values batchNormTraining(NodeContext &ctx);
+Values batchNormNoStats(NodeContext &ctx);
+Values batchNormWithUpdate(NodeContext &ctx);
+
+// AtenPooling.cpp (N-d pooling: 1-D ops arrive as 2-D)
+/// An argument of `r` ints, one per spatial dim (a single int applies to all); missing,
+/// null or empty gives `fallback` (likewise expanded); an ImportError for another count.
+llvm::SmallVector<int64_t> perDim(NodeContext &ctx, size_t i, const char *name, int64_t r,
+                                  llvm::SmallVector<int64_t> fallback);
+/// "[a, b, c]".
+std::string listStr(llvm::ArrayRef<int64_t> v);
+/// Window parameters of a pooling op over the last r dims of [N, C, S...]: kernel, stride,
+/// padding, dilation from argument `first` on; output size and padded input size per
+/// spatial dim (ceil_mode included).
 struct PoolWindow {
   llvm::SmallVector<int64_t> kernel, stride, padding, dilation, out, padded;
   bool ceilMode = false;
+  int64_t offsets() const; ///< kernel offsets: the product of the kernel sizes
 };
-PoolWindow poolWindow(NodeContext &ctx, mlir::Value x, size_t first, bool hasDilation);
-/// [C, H, W] -> [1, C, H, W] (other ranks unchanged).
-mlir::Value withBatch(NodeContext &ctx, mlir::Value x);
+PoolWindow poolWindowNd(NodeContext &ctx, mlir::Value x, int64_t r, size_t first,
+                        bool hasDilation);
+/// [C, S...] -> [1, C, S...] for r spatial dims (other ranks unchanged).
+mlir::Value withBatchNd(NodeContext &ctx, mlir::Value x, int64_t r);
 Values maxPool2d(NodeContext &ctx);
 Values maxPool2dWithIndices(NodeContext &ctx);
+Values maxPool3dWithIndices(NodeContext &ctx);
 Values maxPool2dBackward(NodeContext &ctx);
+Values maxPool3dBackward(NodeContext &ctx);
+Values avgPool2d(NodeContext &ctx);
+Values avgPool3d(NodeContext &ctx);
+Values avgPool2dBackward(NodeContext &ctx);
+Values avgPool3dBackward(NodeContext &ctx);
+Values adaptiveAvgPool2d(NodeContext &ctx);
+Values adaptiveAvgPool3d(NodeContext &ctx);
+Values adaptiveAvgPool2dBackward(NodeContext &ctx);
+Values adaptiveAvgPool3dBackward(NodeContext &ctx);
+Values adaptiveMaxPool2d(NodeContext &ctx);
+Values adaptiveMaxPool3d(NodeContext &ctx);
+Values adaptiveMaxPool2dBackward(NodeContext &ctx);
+Values adaptiveMaxPool3dBackward(NodeContext &ctx);
+Values upsampleBilinear2dAa(NodeContext &ctx);
+Values upsampleBilinear2dAaBackward(NodeContext &ctx);
+
+// AtenGridSample.cpp
+Values gridSampler2d(NodeContext &ctx);
+
+// AtenConvolution.cpp (1-D, 2-D, 3-D, grouped, transposed; and their backward)
+Values convolution(NodeContext &ctx);
 Values convolutionBackward(NodeContext &ctx);
-Values batchNormTraining(NodeContext &ctx);
 
 // AtenShapes.cpp
 Values permute(NodeContext &ctx);

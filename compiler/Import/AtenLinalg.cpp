@@ -1,8 +1,9 @@
-// Importers of ATen linear algebra: mm, bmm, addmm, convolution, cumsum (as a matmul).
+// Importers of ATen linear algebra: mm, bmm, addmm, cumsum (as a matmul), _trilinear.
 #include "compiler/Import/AtenImporters.h"
 
 using namespace mlir;
 using neuron::ntorch::BinaryFn;
+using neuron::ntorch::ReduceFn;
 namespace nt = neuron::ntorch;
 
 namespace neuron::compiler::aten {
@@ -27,37 +28,6 @@ Values addmm(NodeContext &ctx) {
   if (beta != 1.0)
     bias = ctx.binaryScalar(BinaryFn::mul, bias, beta);
   return {ctx.b.create<nt::BinaryOp>(ctx.loc, ctx.resultType(), BinaryFn::add, bias, product)};
-}
-
-/// convolution(x, w, bias, stride, padding, dilation, transposed, output_padding, groups):
-/// 2-D, not transposed; the bias is a broadcast add over [C, 1, 1].
-Values convolution(NodeContext &ctx) {
-  Value x = ctx.tensor(0), w = ctx.tensor(1);
-  if (typeOf(x).getRank() != 4)
-    throw ImportError("only 2-D convolutions (NCHW input) are supported, got rank " +
-                      std::to_string(typeOf(x).getRank()));
-  if (ctx.integer(6, "transposed", 0))
-    throw ImportError("transposed convolutions are not supported");
-  ctx.requireRank(w, 4, "the weight (OIHW)");
-  SmallVector<int64_t> stride = ctx.intPair(3, "stride", {1, 1}),
-                       padding = ctx.intPair(4, "padding", {0, 0}),
-                       dilation = ctx.intPair(5, "dilation", {1, 1});
-  int64_t groups = ctx.integer(8, "groups", 1);
-  for (int i = 0; i < 2; ++i)
-    if (stride[i] < 1 || dilation[i] < 1 || padding[i] < 0)
-      throw ImportError("convolution needs positive stride and dilation and non-negative padding");
-  if (groups < 1)
-    throw ImportError("convolution needs groups >= 1, got " + std::to_string(groups));
-  RankedTensorType resultType = ctx.resultType();
-  if (resultType.getRank() != 4)
-    throw ImportError("the result of a 2-D convolution must have rank 4, got rank " +
-                      std::to_string(resultType.getRank()));
-  Value y = ctx.b.create<nt::Conv2dOp>(ctx.loc, resultType, x, w, stride, padding, dilation, groups);
-  if (ctx.hasArg(2, "bias") && ctx.isTensorArg(2)) {
-    Value bias = ctx.reshape(ctx.tensor(2), {resultType.getDimSize(1), 1, 1});
-    y = ctx.binary(BinaryFn::add, y, bias);
-  }
-  return {y};
 }
 
 /// Integer cumsum along the last dim of [rows, L], exactly (int64 adds wrap as in torch): a
@@ -126,6 +96,50 @@ Values cumsum(NodeContext &ctx) {
     y = ctx.permute(y, inverse);
   }
   return {y};
+}
+
+/// _trilinear(i1, i2, i3, expand1, expand2, expand3, sumdim, unroll_dim) (nn.functional.
+/// bilinear): each input with size-1 dims inserted at its expand dims, the three multiplied
+/// with broadcasting and summed over sumdim, in fp32.
+Values trilinear(NodeContext &ctx) {
+  Type f32 = ctx.b.getF32Type();
+  Value product;
+  int64_t rank = -1;
+  for (size_t k = 0; k < 3; ++k) {
+    Value x = ctx.tensor(k);
+    SmallVector<int64_t> expand = ctx.intList(3 + k, "expand");
+    auto t = typeOf(x);
+    int64_t r = t.getRank() + (int64_t)expand.size();
+    if (rank >= 0 && r != rank)
+      throw ImportError("_trilinear: the inputs expand to ranks " + std::to_string(rank) +
+                        " and " + std::to_string(r));
+    rank = r;
+    SmallVector<bool> inserted(r, false);
+    for (int64_t d : expand) {
+      int64_t n = ctx.dim(d, r);
+      if (inserted[n])
+        throw ImportError("_trilinear: expand dim " + std::to_string(d) + " repeats");
+      inserted[n] = true;
+    }
+    SmallVector<int64_t> shape;
+    for (int64_t d = 0, src = 0; d < r; ++d)
+      shape.push_back(inserted[d] ? 1 : t.getDimSize(src++));
+    x = ctx.castTo(ctx.reshape(x, shape), f32);
+    product = product ? ctx.binary(BinaryFn::mul, product, x) : x;
+  }
+  SmallVector<int64_t> dims;
+  for (int64_t d : ctx.intList(6, "sumdim"))
+    dims.push_back(ctx.dim(d, rank));
+  llvm::sort(dims);
+  if (std::adjacent_find(dims.begin(), dims.end()) != dims.end())
+    throw ImportError("_trilinear: a sum dim repeats");
+  Value y = dims.empty() ? product : ctx.reduce(ReduceFn::sum, product, dims, false);
+  RankedTensorType resultType = ctx.resultType();
+  if (typeOf(y).getShape() != resultType.getShape())
+    throw ImportError("_trilinear: the result has the shape of " +
+                      std::to_string(typeOf(y).getNumElements()) +
+                      " elements the graph does not record");
+  return {ctx.castTo(y, resultType.getElementType())};
 }
 
 } // namespace neuron::compiler::aten

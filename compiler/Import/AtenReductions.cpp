@@ -1,5 +1,5 @@
 // Importers of ATen reductions and normalizations: sum, mean, var, prod, vector norms,
-// softmax, layer, group and batch norm, pooling. Softmax and the norms expand into reduce /
+// softmax, layer, group and batch norm. Softmax and the norms expand into reduce /
 // elementwise ntorch ops.
 #include "compiler/Import/AtenImporters.h"
 
@@ -209,62 +209,37 @@ Values layerNorm(NodeContext &ctx) {
           ctx.castTo(ctx.reshape(rstd, ctx.resultType(2).getShape()), mt)};
 }
 
-/// _native_batch_norm_legit_no_training(x, w, b, mean, var, momentum, eps):
-/// y = (x - mean[c]) * (rsqrt(var[c] + eps) * w[c]) + b[c].
-Values batchNormInference(NodeContext &ctx) {
+/// Batch norm with given statistics: y = (x - mean[c]) * (rsqrt(var[c] + eps) * w[c]) + b[c]
+/// (arguments x, w, b, mean, var at 0-4, eps at `epsIndex`); the saved mean and rstd are
+/// empty [0] tensors as in eager.
+Values batchNormWithStats(NodeContext &ctx, size_t epsIndex) {
   Value x = toF32(ctx, ctx.tensor(0));
   ctx.requireRankAtLeast(x, 2, "batch norm's input (N, C, ...)");
   int64_t rank = typeOf(x).getRank(), channels = typeOf(x).getDimSize(1);
   SmallVector<int64_t> shape(rank - 1, 1);
   shape[0] = channels;
   auto perChannel = [&](size_t i) { return toF32(ctx, ctx.reshape(ctx.tensor(i), shape)); };
-  double eps = ctx.number(6, "eps", 1e-5);
+  double eps = ctx.number(epsIndex, "eps", 1e-5);
   Value scale = ctx.unary(UnaryFn::rsqrt, ctx.binaryScalar(BinaryFn::add, perChannel(4), eps));
   if (ctx.isTensorArg(1))
     scale = ctx.binary(BinaryFn::mul, scale, perChannel(1));
   Value y = ctx.binary(BinaryFn::mul, ctx.binary(BinaryFn::sub, x, perChannel(3)), scale);
   if (ctx.isTensorArg(2))
     y = ctx.binary(BinaryFn::add, y, perChannel(2));
-  return {ctx.castTo(y, ctx.resultType(0).getElementType()), Value(), Value()};
+  Values results = {ctx.castTo(y, ctx.resultType(0).getElementType()), Value(), Value()};
+  for (size_t i = 1; i < 3; ++i)
+    if (ctx.hasResult(i)) {
+      if (ctx.resultType(i).getNumElements() != 0)
+        throw ImportError("batch norm with given statistics saves an empty mean and rstd; the "
+                          "graph records " +
+                          std::to_string(ctx.resultType(i).getNumElements()) + " elements");
+      results[i] = ctx.splat(ctx.resultType(i), 0.0);
+    }
+  return results;
 }
 
-
-/// avg_pool2d(x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override).
-Values avgPool2d(NodeContext &ctx) {
-  Value x = withBatch(ctx, ctx.tensor(0));
-  PoolWindow w = poolWindow(ctx, x, 1, /*hasDilation=*/false);
-  if (w.ceilMode)
-    throw ImportError("avg_pool2d with ceil_mode=True is not supported");
-  const nlohmann::json *divisor = ctx.arg(6, "divisor_override");
-  if (divisor && !divisor->is_null())
-    throw ImportError("avg_pool2d with divisor_override is not supported");
-  bool includePad = ctx.integer(5, "count_include_pad", 1);
-  auto t = typeOf(x);
-  auto yType = RankedTensorType::get({t.getDimSize(0), t.getDimSize(1), w.out[0], w.out[1]},
-                                     t.getElementType());
-  Value y = ctx.b.create<nt::Pool2dOp>(ctx.loc, yType, nt::PoolFn::avg, x, w.kernel, w.stride,
-                                       w.padding, !includePad);
-  return {ctx.reshape(y, ctx.resultType().getShape())};
-}
-
-/// _adaptive_avg_pool2d(x, output_size) when the output size divides the input.
-Values adaptiveAvgPool2d(NodeContext &ctx) {
-  Value x = withBatch(ctx, ctx.tensor(0));
-  ctx.requireRank(x, 4, "adaptive_avg_pool2d's input (NCHW or CHW)");
-  auto t = typeOf(x);
-  SmallVector<int64_t> out = ctx.intPair(1, "output_size", {});
-  int64_t h = t.getDimSize(2), w = t.getDimSize(3);
-  if (out[0] <= 0 || out[1] <= 0 || h % out[0] || w % out[1])
-    throw ImportError("adaptive_avg_pool2d is supported when the output size divides the input "
-                      "size, got input " + std::to_string(h) + "x" + std::to_string(w) +
-                      " and output " + std::to_string(out[0]) + "x" + std::to_string(out[1]));
-  SmallVector<int64_t> kernel = {h / out[0], w / out[1]};
-  auto yType = RankedTensorType::get({t.getDimSize(0), t.getDimSize(1), out[0], out[1]},
-                                     t.getElementType());
-  Value y = ctx.b.create<nt::Pool2dOp>(ctx.loc, yType, nt::PoolFn::avg, x, kernel, kernel,
-                                       SmallVector<int64_t>{0, 0}, false);
-  return {ctx.reshape(y, ctx.resultType().getShape())};
-}
+/// _native_batch_norm_legit_no_training(x, w, b, mean, var, momentum, eps).
+Values batchNormInference(NodeContext &ctx) { return batchNormWithStats(ctx, 6); }
 
 /// native_group_norm(x, w, b, N, C, HxW, groups, eps) -> (y, mean, rstd): statistics over
 /// each group of C / groups channels and all their positions, as x viewed as [N, groups, -].

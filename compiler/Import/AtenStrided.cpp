@@ -170,11 +170,19 @@ Values asStrided(NodeContext &ctx) {
 }
 
 /// unfold(x, dim, size, step): windows of `size` every `step` along dim, as a new last dim.
+/// A 0-d input is one element: [size] (size 0 or 1), as the unfold of [1] viewed as [size].
 Values unfold(NodeContext &ctx) {
   Value x = ctx.tensor(0);
+  if (typeOf(x).getRank() == 0) {
+    ctx.dim(ctx.integer(1, "dimension", 0), 1);
+    int64_t size = ctx.integer(2, "size", 1), step = ctx.integer(3, "step", 1);
+    if (size < 0 || size > 1 || step < 1)
+      throw ImportError("unfold of a 0-d input: size " + std::to_string(size) + " must be 0 or 1 "
+                        "and step " + std::to_string(step) + " positive");
+    auto type = RankedTensorType::get({size}, typeOf(x).getElementType());
+    return {size ? ctx.reshape(x, {1}) : ctx.splat(type, 0.0)};
+  }
   auto t = typeOf(x);
-  if (t.getRank() < 1)
-    throw ImportError("unfold: a 0-d input is not supported");
   int64_t dim = ctx.dim(ctx.integer(1, "dimension", 0), t.getRank()), n = t.getDimSize(dim);
   int64_t size = ctx.integer(2, "size", 1), step = ctx.integer(3, "step", 1);
   if (size < 0 || size > n || step < 1)

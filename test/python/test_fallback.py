@@ -236,30 +236,33 @@ def test_cpu_fallback_with_several_islands():
     assert neuronsim.cache_stats()["compiles"] >= 2
 
 
-class TransposedConv(torch.nn.Module):
-    """aten.convolution is supported, but not transposed: its group fails to lower."""
+class ReflectionGridSample(torch.nn.Module):
+    """grid_sampler_2d is supported without reflection padding: this group fails to lower."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.up = torch.nn.ConvTranspose2d(4, 3, 2, stride=2)
+        self.proj = torch.nn.Linear(5, 5)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.sigmoid(self.up(torch.relu(x)) * 3.0)
+        grid = torch.tanh(x[:, :3, :, :2].permute(0, 2, 1, 3) * 1.5)
+        sampled = F.grid_sample(self.proj(torch.relu(x)), grid, padding_mode="reflection",
+                                align_corners=False)
+        return torch.sigmoid(sampled * 3.0)
 
 
 def test_group_that_fails_to_lower_falls_back_with_a_warning():
-    model, x = TransposedConv(), torch.randn(2, 4, 5, 5)
-    with torch.no_grad(), pytest.warns(UserWarning, match="transposed convolutions") as record:
+    model, x = ReflectionGridSample(), torch.randn(2, 4, 5, 5)
+    with torch.no_grad(), pytest.warns(UserWarning, match="reflection") as record:
         actual = _compile(model, fallback="cpu")(x)
     assert any("runs in eager PyTorch on the CPU" in str(w.message) for w in record)
     with torch.no_grad():
         assert relative_error(actual, model(x)) <= FP32_TOLERANCE
-    assert neuronsim.get_fallback_ops().get("aten.convolution.default") == 1
+    assert neuronsim.get_fallback_ops().get("aten.grid_sampler_2d.default") == 1
 
 
 def test_group_that_fails_to_lower_is_an_error_without_fallback():
-    with torch.no_grad(), pytest.raises(neuronsim.NeuronCompileError, match="transposed"):
-        _compile(TransposedConv())(torch.randn(2, 4, 5, 5))
+    with torch.no_grad(), pytest.raises(neuronsim.NeuronCompileError, match="reflection"):
+        _compile(ReflectionGridSample())(torch.randn(2, 4, 5, 5))
 
 
 def test_cpu_fallback_with_float64_warns_once():

@@ -132,7 +132,7 @@ def test_missing_output_of_a_multi_output_node():
          [{"shape": [3, 5], "dtype": "f32"}] * 3, "layer norm over 3 dims"),
         ("aten.convolution.default",
          [{"node": "x"}, {"node": "x"}, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1],
-         [{"shape": [1], "dtype": "f32"}], "only 2-D convolutions"),
+         [{"shape": [1], "dtype": "f32"}], "with 1 to 3 spatial dims, got rank 2"),
         ("aten.constant_pad_nd.default", [{"node": "x"}, [1, 1, 1, 1, 1, 1], 0.0],
          [{"shape": [5, 7], "dtype": "f32"}], "two per padded dim"),
         ("aten.select.int", [{"node": "x"}, 0, 7], [{"shape": [5], "dtype": "f32"}],
@@ -160,7 +160,7 @@ def _pool_graph(kernel, stride=None, padding=0, shape=(1, 2, 6, 6)):
         ([2, 2], [0, 0], 0, "must be positive"),
         ([2, 2], None, [5, 5], "more than half the kernel"),
         ([18446744073709551615, 2], None, 0, "out of range"),
-        ([], None, 0, "one or two integers"),
+        ([], None, 0, "should have 1 or 2 values, got 0"),
     ],
 )
 def test_pooling_window_is_validated(kernel, stride, padding, fragment):

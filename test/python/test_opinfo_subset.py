@@ -17,8 +17,8 @@ sweep = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(sweep)
 
 # Spread over elementwise, reductions, shapes, indexing, normalization, linear algebra,
-# random ops (whose OpInfo wrappers fork the accelerator's RNG state), item and indexed
-# writes (indirect DMA scatters).
+# random ops (whose OpInfo wrappers fork the accelerator's RNG state), item, indexed
+# writes (indirect DMA scatters), convolution and pooling.
 OPS = [
     "abs", "add", "addcmul", "addmm", "amax", "argmax", "bmm", "cat", "clamp",
     "cos", "cumsum", "div.no_rounding_mode", "exp", "flip", "gather",
@@ -28,6 +28,8 @@ OPS = [
     "softmax", "sqrt", "stack", "sum", "tanh", "transpose", "tril", "trunc", "where",
     "item", "uniform", "atan2", "slice_scatter",
     "index_put", "scatter_reduce.mean", "nn.functional.embedding_bag",
+    "nn.functional.conv1d", "nn.functional.conv_transpose2d", "nn.functional.avg_pool2d",
+    "nn.functional.adaptive_avg_pool2d", "native_batch_norm",
 ]
 
 

@@ -38,10 +38,19 @@ public:
     return tile;
   }
 
-  /// Every K tile of outer elements [outer0, +size), side by side in one SBUF panel.
+  /// Every K tile of outer elements [outer0, +size), side by side in one SBUF panel: one
+  /// DMA when K is whole tiles (large transfers keep the per-DMA fixed cost small).
   Value loadPanel(const MatmulOperand &o, const Offset &outer0, int64_t size) {
     int64_t kTiles = (K + tileK() - 1) / tileK(), width = kTiles * size;
     Value panel = e.allocTile(loc, std::min(K, tileK()), width, o.elementType, MemSpace::sbuf);
+    if (K % tileK() == 0 && kTiles > 1) {
+      Offset at = o.base + outer0 * o.outerStride;
+      e.dma(loc, o.source,
+            e.pattern(at, {{o.kStride, tileK()}, {tileK() * o.kStride, kTiles},
+                           {o.outerStride, size}}),
+            panel, e.pattern(0, {{width, tileK()}, {size, kTiles}, {1, size}}));
+      return panel;
+    }
     e.tiled(loc, K, tileK(), [&](const Offset &kt, int64_t kk) {
       Offset at = o.base + outer0 * o.outerStride + kt * (tileK() * o.kStride);
       e.dma(loc, o.source, e.pattern(at, {{o.kStride, kk}, {o.outerStride, size}}), panel,
@@ -138,9 +147,12 @@ static LogicalResult lowerMatmulLoops(TileEmitter &e, ntorch::MatmulOp op) {
         Value panel = loops.loadPanel(rhs, n0, nn);
         e.tiled(loc, M, tileM, [&](const Offset &mt, int64_t mm) {
           Offset m0 = mt * tileM;
+          // The row block's stationary tiles in one panel (prefetched as one transfer).
+          Value rows = lhsFits ? loops.loadPanel(lhs, m0, mm) : Value();
           Value acc = e.allocTile(loc, mm, nn, e.b.getF32Type(), MemSpace::psum);
           loops.accumulate(acc, [&](const Offset &kt, int64_t kk) {
-            return std::pair{loops.load(lhs, m0, mm, kt, kk), loops.panelTile(panel, kt, kk, nn)};
+            Value st = rows ? loops.panelTile(rows, kt, kk, mm) : loops.load(lhs, m0, mm, kt, kk);
+            return std::pair{st, loops.panelTile(panel, kt, kk, nn)};
           });
           store(acc, outBase, m0, mm, n0, nn);
         });

@@ -1,27 +1,42 @@
 // RUN: neuron-opt %s -canonicalize -neuron-fuse-elementwise -convert-ntorch-to-ntile -split-input-file | FileCheck %s
 
 // Softmax over [1024, 512] fuses into one ntorch.fusion, lowered as one loop over 8
-// blocks of 128 rows (iv0, 128 * 512 = 65536 elements per block); a row (512 f32) fits
-// one tile, so there is no column loop. Each block loads x once and stores the result
-// once; the row max and row sum are [128, 1] tiles that broadcast along the free
-// dimension in the sub and mul, and never reach HBM. A value computed in the body whose
-// last use is the next op is overwritten in place: exp and the final mul reuse the
-// tile of the sub.
+// blocks of 128 rows (128 * 512 = 65536 elements per block), two blocks per iteration
+// (iv0 to 4; 131072 elements apart), every op emitted for both blocks in turn so that
+// the engines' in-order queues overlap the blocks' reduce -> use chains; an add or sub
+// and the activation that reads it stay together. A row (512 f32) fits one tile, so
+// there is no column loop. Each block loads x once and stores the result once; the
+// row max and row sum are [128, 1] tiles that broadcast along the free dimension in
+// the sub and mul, and never reach HBM. A value computed in the body whose last use is
+// the next op is overwritten in place: exp and the final mul reuse the tile of the sub.
 // CHECK-LABEL: func @softmax$loops
-// CHECK-NEXT: ntile.loop iv0 to 8 {
+// CHECK-NEXT: ntile.loop iv0 to 4 {
 // CHECK-NEXT: %[[X:.*]] = memref.alloc() : memref<128x512xf32, #ntile.mem<sbuf>>
-// CHECK-NEXT: ntile.dma %arg0 <0 + 65536*iv0, {{\[\[}}512, 128], [1, 512]]> to %[[X]] <0, {{\[\[}}512, 128], [1, 512]]>
+// CHECK-NEXT: ntile.dma %arg0 <0 + 131072*iv0, {{\[\[}}512, 128], [1, 512]]> to %[[X]] <0, {{\[\[}}512, 128], [1, 512]]>
 // CHECK-NEXT: %[[M:.*]] = memref.alloc() : memref<128x1xf32, #ntile.mem<sbuf>>
 // CHECK-NEXT: ntile.reduce max %[[X]] to %[[M]] :
+// CHECK-NEXT: %[[X2:.*]] = memref.alloc() : memref<128x512xf32, #ntile.mem<sbuf>>
+// CHECK-NEXT: ntile.dma %arg0 <65536 + 131072*iv0, {{\[\[}}512, 128], [1, 512]]> to %[[X2]] <0, {{\[\[}}512, 128], [1, 512]]>
+// CHECK-NEXT: %[[M2:.*]] = memref.alloc() : memref<128x1xf32, #ntile.mem<sbuf>>
+// CHECK-NEXT: ntile.reduce max %[[X2]] to %[[M2]] :
 // CHECK-NEXT: %[[D:.*]] = memref.alloc() : memref<128x512xf32, #ntile.mem<sbuf>>
 // CHECK-NEXT: ntile.tensor_tensor sub %[[X]], %[[M]] to %[[D]] : memref<128x512xf32, #ntile.mem<sbuf>>, memref<128x1xf32, #ntile.mem<sbuf>>, memref<128x512xf32, #ntile.mem<sbuf>>
 // CHECK-NEXT: ntile.activation exp %[[D]] to %[[D]] :
+// CHECK-NEXT: %[[D2:.*]] = memref.alloc() : memref<128x512xf32, #ntile.mem<sbuf>>
+// CHECK-NEXT: ntile.tensor_tensor sub %[[X2]], %[[M2]] to %[[D2]] :
+// CHECK-NEXT: ntile.activation exp %[[D2]] to %[[D2]] :
 // CHECK-NEXT: %[[S:.*]] = memref.alloc() : memref<128x1xf32, #ntile.mem<sbuf>>
 // CHECK-NEXT: ntile.reduce add %[[D]] to %[[S]] :
+// CHECK-NEXT: %[[S2:.*]] = memref.alloc() : memref<128x1xf32, #ntile.mem<sbuf>>
+// CHECK-NEXT: ntile.reduce add %[[D2]] to %[[S2]] :
 // CHECK-NEXT: %[[INV:.*]] = memref.alloc() : memref<128x1xf32, #ntile.mem<sbuf>>
 // CHECK-NEXT: ntile.activation reciprocal %[[S]] to %[[INV]] :
+// CHECK-NEXT: %[[INV2:.*]] = memref.alloc() : memref<128x1xf32, #ntile.mem<sbuf>>
+// CHECK-NEXT: ntile.activation reciprocal %[[S2]] to %[[INV2]] :
 // CHECK-NEXT: ntile.tensor_tensor mul %[[D]], %[[INV]] to %[[D]] : memref<128x512xf32, #ntile.mem<sbuf>>, memref<128x1xf32, #ntile.mem<sbuf>>, memref<128x512xf32, #ntile.mem<sbuf>>
-// CHECK-NEXT: ntile.dma %[[D]] <0, {{\[\[}}512, 128], [1, 512]]> to %arg1 <0 + 65536*iv0, {{\[\[}}512, 128], [1, 512]]>
+// CHECK-NEXT: ntile.tensor_tensor mul %[[D2]], %[[INV2]] to %[[D2]] :
+// CHECK-NEXT: ntile.dma %[[D]] <0, {{\[\[}}512, 128], [1, 512]]> to %arg1 <0 + 131072*iv0, {{\[\[}}512, 128], [1, 512]]>
+// CHECK-NEXT: ntile.dma %[[D2]] <0, {{\[\[}}512, 128], [1, 512]]> to %arg1 <65536 + 131072*iv0, {{\[\[}}512, 128], [1, 512]]>
 // CHECK-NEXT: }
 // CHECK-NEXT: return
 func.func @softmax$loops(%x: tensor<1024x512xf32>) -> tensor<1024x512xf32> {
@@ -36,19 +51,23 @@ func.func @softmax$loops(%x: tensor<1024x512xf32>) -> tensor<1024x512xf32> {
 
 // -----
 
-// A fusion that also returns its row max ([3, 200, 1]): the 600 rows merge (one loop
-// of 4 blocks, then a remainder of 88 rows at row 512). The [128, 1] max tile is
-// stored as a result with one element per row (offset 128*iv0), the full rows with
-// 128 * 256 = 32768 per block.
+// A fusion that also returns its row max ([3, 200, 1]): the 600 rows merge (4 full
+// blocks of 128 as one loop of 2 iterations of two blocks, then a remainder of 88 rows
+// at row 512). The [128, 1] max tile is stored as a result with one element per row
+// (offset 256*iv0, 128 more for the second block), the full rows with 128 * 256 =
+// 32768 per block.
 // CHECK-LABEL: func @row_result$loops
-// CHECK-NEXT: ntile.loop iv0 to 4 {
+// CHECK-NEXT: ntile.loop iv0 to 2 {
 // CHECK-NEXT: %[[X:.*]] = memref.alloc() : memref<128x256xf32, #ntile.mem<sbuf>>
-// CHECK-NEXT: ntile.dma %arg0 <0 + 32768*iv0, {{\[\[}}256, 128], [1, 256]]> to %[[X]]
+// CHECK-NEXT: ntile.dma %arg0 <0 + 65536*iv0, {{\[\[}}256, 128], [1, 256]]> to %[[X]]
 // CHECK-NEXT: %[[M:.*]] = memref.alloc() : memref<128x1xf32, #ntile.mem<sbuf>>
 // CHECK-NEXT: ntile.reduce max %[[X]] to %[[M]] :
 // CHECK: ntile.activation exp %{{.*}} to %[[E:.*]] :
-// CHECK-NEXT: ntile.dma %[[M]] <0, {{\[\[}}1, 128], [1, 1]]> to %arg2 <0 + 128*iv0, {{\[\[}}1, 128], [1, 1]]>
-// CHECK-NEXT: ntile.dma %[[E]] <0, {{\[\[}}256, 128], [1, 256]]> to %arg1 <0 + 32768*iv0, {{\[\[}}256, 128], [1, 256]]>
+// CHECK: ntile.activation exp %{{.*}} to %[[E2:.*]] :
+// CHECK-NEXT: ntile.dma %[[M]] <0, {{\[\[}}1, 128], [1, 1]]> to %arg2 <0 + 256*iv0, {{\[\[}}1, 128], [1, 1]]>
+// CHECK-NEXT: ntile.dma %[[E]] <0, {{\[\[}}256, 128], [1, 256]]> to %arg1 <0 + 65536*iv0, {{\[\[}}256, 128], [1, 256]]>
+// CHECK-NEXT: ntile.dma %{{.*}} <0, {{\[\[}}1, 128], [1, 1]]> to %arg2 <128 + 256*iv0, {{\[\[}}1, 128], [1, 1]]>
+// CHECK-NEXT: ntile.dma %[[E2]] <0, {{\[\[}}256, 128], [1, 256]]> to %arg1 <32768 + 65536*iv0, {{\[\[}}256, 128], [1, 256]]>
 // CHECK-NEXT: }
 // CHECK-NEXT: %[[RX:.*]] = memref.alloc() : memref<88x256xf32, #ntile.mem<sbuf>>
 // CHECK-NEXT: ntile.dma %arg0 <131072, {{\[\[}}256, 88], [1, 256]]> to %[[RX]]

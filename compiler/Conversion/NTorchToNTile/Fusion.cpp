@@ -74,6 +74,17 @@ private:
   SmallVector<Value> buffers;
   DenseMap<Value, Value> tiles;
   llvm::SmallPtrSet<Value, 8> shared; // values whose tile is another value's too
+  /// A full value not computed yet: full * (scale [* scaleTile]) + bias [* biasTile], with
+  /// per-partition [P, 1] tiles. Its consumer computes it (an activation's scale and
+  /// bias); any other use materializes it with an identity activation.
+  struct RowAffine {
+    Value full, scaleTile, biasTile;
+    double scale = 1.0, bias = 0.0;
+    Type type;
+  };
+  DenseMap<Value, RowAffine> pending;
+  /// Emits fn(x * scale + bias) of a pending value into a new tile of `type`.
+  Value applyPending(const RowAffine &a, ActFunc fn, Type type);
   DenseMap<Value, Value> constantBuffers;
 };
 } // namespace
@@ -81,9 +92,24 @@ private:
 /// The tile of a body value. Block arguments load on first use; splat constants
 /// that must be tiles broadcast from a one-element buffer. (Loads that are the same in
 /// every iteration leave the loops in neuron-hoist-invariant-loads.)
+Value FusionLowering::applyPending(const RowAffine &a, ActFunc fn, Type type) {
+  Value in = tileFor(a.full);
+  Value out = newTile(freeOf(in), type);
+  e.b.create<ntile::ActivationOp>(loc, fn, in, out, APFloat(a.scale), APFloat(a.bias),
+                                  a.scaleTile, a.biasTile, Value());
+  return out;
+}
+
 Value FusionLowering::tileFor(Value v) {
   if (Value t = tiles.lookup(v))
     return t;
+  if (auto it = pending.find(v); it != pending.end()) {
+    RowAffine a = it->second;
+    pending.erase(it);
+    Value t = applyPending(a, ActFunc::identity, a.type);
+    tiles[v] = t;
+    return t;
+  }
   RankedTensorType vt = tensorType(v);
   bool row = isRow(v);
   int64_t free = row ? 1 : cols;
@@ -143,6 +169,11 @@ LogicalResult FusionLowering::emit(Operation &o) {
   return llvm::TypeSwitch<Operation *, LogicalResult>(&o)
       .Case([&](ntorch::ConstantOp) { return success(); }) // materialized on use
       .Case([&](ntorch::UnaryOp u) {
+        if (auto it = pending.find(u.getInput());
+            it != pending.end() && isa<FloatType>(resultType(o))) {
+          tiles[u] = applyPending(it->second, toActFunc(u.getFn()), resultType(o));
+          return success();
+        }
         Value in = tileFor(u.getInput());
         Value out = resultTile(o, u.getInput(), freeOf(in), resultType(o));
         b.create<ntile::ActivationOp>(loc, toActFunc(u.getFn()), in, out, APFloat(1.0),
@@ -164,12 +195,61 @@ LogicalResult FusionLowering::emit(Operation &o) {
         if (bo.getLhs() == bo.getRhs() && alu == AluOp::mul &&
             isa<FloatType>(tensorType(bo.getLhs()).getElementType())) {
           // x * x: the Scalar engine's square, one input stream.
+          if (auto it = pending.find(bo.getLhs()); it != pending.end()) {
+            tiles[bo] = applyPending(it->second, ActFunc::square, resultType(o));
+            return success();
+          }
           Value in = tileFor(bo.getLhs());
           Value out = resultTile(o, bo.getLhs(), freeOf(in), resultType(o));
           b.create<ntile::ActivationOp>(loc, ActFunc::square, in, out, APFloat(1.0),
                                         APFloat(0.0));
           tiles[bo] = out;
           return success();
+        }
+        // A full value plus or minus a row value, and such a value times a row value, stay
+        // pending: their consumer applies them as an activation's per-partition bias and
+        // scale ((x - m) * r = x * r + (-m * r), with one [P, 1] product).
+        auto isFloatValue = [](Value v) {
+          return isa<FloatType>(tensorType(v).getElementType());
+        };
+        bool lhsRow = isRow(bo.getLhs()), rhsRow = isRow(bo.getRhs());
+        if (isFloatValue(bo.getLhs()) && isFloatValue(bo.getRhs()) &&
+            isa<FloatType>(resultType(o)) && !isRow(bo.getResult()) && lhsRow != rhsRow) {
+          Value full = lhsRow ? bo.getRhs() : bo.getLhs(), row = lhsRow ? bo.getLhs() : bo.getRhs();
+          auto base = pending.find(full);
+          if ((alu == AluOp::add || alu == AluOp::sub) && base == pending.end()) {
+            RowAffine a;
+            a.full = full;
+            a.biasTile = tileFor(row);
+            a.bias = alu == AluOp::sub && !lhsRow ? -1.0 : 1.0;
+            a.scale = alu == AluOp::sub && lhsRow ? -1.0 : 1.0;
+            a.type = resultType(o);
+            (void)tileFor(full);
+            shared.insert(full); // read when the pending value is applied: not in place
+            shared.insert(row);
+            pending[bo] = a;
+            return success();
+          }
+          if (alu == AluOp::mul && base != pending.end() && !base->second.scaleTile) {
+            RowAffine a = base->second;
+            Value r = tileFor(row);
+            a.scaleTile = r;
+            shared.insert(row);
+            if (a.biasTile) {
+              Value product = newTile(1, e.b.getF32Type());
+              b.create<ntile::TensorTensorOp>(loc, AluOp::mul, a.biasTile, r, product);
+              a.biasTile = product;
+            } else if (a.bias != 0.0) {
+              Value product = newTile(1, e.b.getF32Type());
+              b.create<ntile::TensorScalarOp>(loc, AluOp::mul, r, APFloat(a.bias), product,
+                                              /*reverse=*/false);
+              a.biasTile = product;
+              a.bias = 1.0;
+            }
+            a.type = resultType(o);
+            pending[bo] = a;
+            return success();
+          }
         }
         Value lt = tileFor(bo.getLhs()), rt = tileFor(bo.getRhs());
         Value out = resultTile(o, {bo.getLhs(), bo.getRhs()}, std::max(freeOf(lt), freeOf(rt)),
@@ -279,6 +359,7 @@ LogicalResult FusionLowering::emitTile(const RowBlock &rowBlock, const Offset &c
   rows = rowBlock.rows(), col0 = c0, cols = fc;
   tiles = preset;
   shared.clear();
+  pending.clear();
   for (Operation &o : body.without_terminator())
     if (failed(emit(o)))
       return failure();
@@ -291,13 +372,16 @@ LogicalResult FusionLowering::emitGroup(ArrayRef<RowBlock> blocks) {
   size_t n = blocks.size();
   SmallVector<DenseMap<Value, Value>> groupTiles(n);
   SmallVector<llvm::SmallPtrSet<Value, 8>> groupShared(n);
+  SmallVector<DenseMap<Value, RowAffine>> groupPending(n);
   tiles.clear();
   shared.clear();
+  pending.clear();
   col0 = Offset(0), cols = shape.back();
   // The state of block j is swapped in while its instructions are emitted.
   auto swapState = [&](size_t j) {
     std::swap(tiles, groupTiles[j]);
     std::swap(shared, groupShared[j]);
+    std::swap(pending, groupPending[j]);
   };
   auto within = [&](size_t j, function_ref<LogicalResult()> fn) {
     block = &blocks[j];

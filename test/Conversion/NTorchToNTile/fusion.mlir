@@ -3,12 +3,12 @@
 // Softmax over [1024, 512] fuses into one ntorch.fusion, lowered as one loop over 8
 // blocks of 128 rows (128 * 512 = 65536 elements per block), two blocks per iteration
 // (iv0 to 4; 131072 elements apart), every op emitted for both blocks in turn so that
-// the engines' in-order queues overlap the blocks' reduce -> use chains; an add or sub
-// and the activation that reads it stay together. A row (512 f32) fits one tile, so
-// there is no column loop. Each block loads x once and stores the result once; the
-// row max and row sum are [128, 1] tiles that broadcast along the free dimension in
-// the sub and mul, and never reach HBM. A value computed in the body whose last use is
-// the next op is overwritten in place: exp and the final mul reuse the tile of the sub.
+// the engines' in-order queues overlap the blocks' reduce -> use chains. A row (512
+// f32) fits one tile, so there is no column loop. Each block loads x once and stores
+// the result once; the row max and row sum are [128, 1] tiles that never reach HBM.
+// x - max is not computed on its own: exp applies it as its per-partition bias tile
+// (times -1). The final mul broadcasts the reciprocal along the free dimension and
+// overwrites the exp tile in place (its last use).
 // CHECK-LABEL: func @softmax$loops
 // CHECK-NEXT: ntile.loop iv0 to 4 {
 // CHECK-NEXT: %[[X:.*]] = memref.alloc() : memref<128x512xf32, #ntile.mem<sbuf>>
@@ -20,11 +20,9 @@
 // CHECK-NEXT: %[[M2:.*]] = memref.alloc() : memref<128x1xf32, #ntile.mem<sbuf>>
 // CHECK-NEXT: ntile.reduce max %[[X2]] to %[[M2]] :
 // CHECK-NEXT: %[[D:.*]] = memref.alloc() : memref<128x512xf32, #ntile.mem<sbuf>>
-// CHECK-NEXT: ntile.tensor_tensor sub %[[X]], %[[M]] to %[[D]] : memref<128x512xf32, #ntile.mem<sbuf>>, memref<128x1xf32, #ntile.mem<sbuf>>, memref<128x512xf32, #ntile.mem<sbuf>>
-// CHECK-NEXT: ntile.activation exp %[[D]] to %[[D]] :
+// CHECK-NEXT: ntile.activation exp %[[X]] bias %[[M]] : memref<128x1xf32, #ntile.mem<sbuf>> to %[[D]] {bias = -1.000000e+00 : f64} : memref<128x512xf32, #ntile.mem<sbuf>>, memref<128x512xf32, #ntile.mem<sbuf>>
 // CHECK-NEXT: %[[D2:.*]] = memref.alloc() : memref<128x512xf32, #ntile.mem<sbuf>>
-// CHECK-NEXT: ntile.tensor_tensor sub %[[X2]], %[[M2]] to %[[D2]] :
-// CHECK-NEXT: ntile.activation exp %[[D2]] to %[[D2]] :
+// CHECK-NEXT: ntile.activation exp %[[X2]] bias %[[M2]] : memref<128x1xf32, #ntile.mem<sbuf>> to %[[D2]] {bias = -1.000000e+00 : f64}
 // CHECK-NEXT: %[[S:.*]] = memref.alloc() : memref<128x1xf32, #ntile.mem<sbuf>>
 // CHECK-NEXT: ntile.reduce add %[[D]] to %[[S]] :
 // CHECK-NEXT: %[[S2:.*]] = memref.alloc() : memref<128x1xf32, #ntile.mem<sbuf>>
@@ -62,8 +60,8 @@ func.func @softmax$loops(%x: tensor<1024x512xf32>) -> tensor<1024x512xf32> {
 // CHECK-NEXT: ntile.dma %arg0 <0 + 65536*iv0, {{\[\[}}256, 128], [1, 256]]> to %[[X]]
 // CHECK-NEXT: %[[M:.*]] = memref.alloc() : memref<128x1xf32, #ntile.mem<sbuf>>
 // CHECK-NEXT: ntile.reduce max %[[X]] to %[[M]] :
-// CHECK: ntile.activation exp %{{.*}} to %[[E:.*]] :
-// CHECK: ntile.activation exp %{{.*}} to %[[E2:.*]] :
+// CHECK: ntile.activation exp %{{.*}} to %[[E:[^ ]*]] {
+// CHECK: ntile.activation exp %{{.*}} to %[[E2:[^ ]*]] {
 // CHECK-NEXT: ntile.dma %[[M]] <0, {{\[\[}}1, 128], [1, 1]]> to %arg2 <0 + 256*iv0, {{\[\[}}1, 128], [1, 1]]>
 // CHECK-NEXT: ntile.dma %[[E]] <0, {{\[\[}}256, 128], [1, 256]]> to %arg1 <0 + 65536*iv0, {{\[\[}}256, 128], [1, 256]]>
 // CHECK-NEXT: ntile.dma %{{.*}} <0, {{\[\[}}1, 128], [1, 1]]> to %arg2 <128 + 256*iv0, {{\[\[}}1, 128], [1, 1]]>
@@ -80,4 +78,24 @@ func.func @row_result$loops(%x: tensor<3x200x256xf32>) -> (tensor<3x200x256xf32>
   %d = ntorch.binary sub %x, %m : tensor<3x200x256xf32>, tensor<3x200x1xf32> -> tensor<3x200x256xf32>
   %e = ntorch.unary exp %d : tensor<3x200x256xf32> -> tensor<3x200x256xf32>
   return %e, %m : tensor<3x200x256xf32>, tensor<3x200x1xf32>
+}
+
+// -----
+
+// x - m (m per row) is never materialized: its square is one activation with m as the
+// bias tile (times -1), and (x - m) * r is identity(x * r + (-1) * (m * r)) with r as
+// the scale tile and one [128, 1] product m * r as the bias tile.
+// CHECK-LABEL: func @normalize$rows
+// CHECK: ntile.dma %arg1 {{.*}} to %[[M:[^ ]*]] <
+// CHECK: ntile.dma %arg0 {{.*}} to %[[X:[^ ]*]] <
+// CHECK-NOT: ntile.tensor_tensor sub
+// CHECK: ntile.activation square %[[X]] bias %[[M]] : memref<128x1xf32, #ntile.mem<sbuf>> to %{{[^ ]*}} {bias = -1.000000e+00 : f64}
+// CHECK: ntile.dma %arg2 {{.*}} to %[[R:[^ ]*]] <
+// CHECK: ntile.tensor_tensor mul %[[M]], %[[R]] to %[[MR:[^ ]*]] : memref<128x1xf32
+// CHECK: ntile.activation identity %[[X]] scale %[[R]] : memref<128x1xf32, #ntile.mem<sbuf>> bias %[[MR]] : memref<128x1xf32, #ntile.mem<sbuf>> to %{{[^ ]*}} {bias = -1.000000e+00 : f64}
+func.func @normalize$rows(%x: tensor<256x64xf32>, %m: tensor<256x1xf32>, %r: tensor<256x1xf32>) -> (tensor<256x64xf32>, tensor<256x64xf32>) {
+  %d = ntorch.binary sub %x, %m : tensor<256x64xf32>, tensor<256x1xf32> -> tensor<256x64xf32>
+  %sq = ntorch.binary mul %d, %d : tensor<256x64xf32>, tensor<256x64xf32> -> tensor<256x64xf32>
+  %y = ntorch.binary mul %d, %r : tensor<256x64xf32>, tensor<256x1xf32> -> tensor<256x64xf32>
+  return %sq, %y : tensor<256x64xf32>, tensor<256x64xf32>
 }

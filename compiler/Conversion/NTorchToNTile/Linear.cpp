@@ -10,6 +10,10 @@ namespace neuron::compiler {
 /// Keep the stationary tiles of one row block resident while they fit in this
 /// many bytes per partition; otherwise reload them for every column block.
 static constexpr int64_t kResidentStationaryBytes = 96 * 1024;
+/// A panel of whole K tiles loads in transfers of this many K tiles: large enough that
+/// the per-transfer fixed cost stays small, small enough that the first matmuls that
+/// read the panel need not wait for all of it.
+static constexpr int64_t kPanelKTiles = 8;
 
 namespace {
 /// One matmul operand read as [K, outer] tiles: element `base + outer * outerStride +
@@ -39,16 +43,19 @@ public:
   }
 
   /// Every K tile of outer elements [outer0, +size), side by side in one SBUF panel: one
-  /// DMA when K is whole tiles (large transfers keep the per-DMA fixed cost small).
+  /// DMA per kPanelKTiles K tiles when K is whole tiles.
   Value loadPanel(const MatmulOperand &o, const Offset &outer0, int64_t size) {
     int64_t kTiles = (K + tileK() - 1) / tileK(), width = kTiles * size;
     Value panel = e.allocTile(loc, std::min(K, tileK()), width, o.elementType, MemSpace::sbuf);
     if (K % tileK() == 0 && kTiles > 1) {
-      Offset at = o.base + outer0 * o.outerStride;
-      e.dma(loc, o.source,
-            e.pattern(at, {{o.kStride, tileK()}, {tileK() * o.kStride, kTiles},
-                           {o.outerStride, size}}),
-            panel, e.pattern(0, {{width, tileK()}, {size, kTiles}, {1, size}}));
+      e.tiled(loc, kTiles, kPanelKTiles, [&](const Offset &chunk, int64_t tiles) {
+        Offset kt = chunk * kPanelKTiles;
+        Offset at = o.base + outer0 * o.outerStride + kt * (tileK() * o.kStride);
+        e.dma(loc, o.source,
+              e.pattern(at, {{o.kStride, tileK()}, {tileK() * o.kStride, tiles},
+                             {o.outerStride, size}}),
+              panel, e.pattern(kt * size, {{width, tileK()}, {size, tiles}, {1, size}}));
+      });
       return panel;
     }
     e.tiled(loc, K, tileK(), [&](const Offset &kt, int64_t kk) {

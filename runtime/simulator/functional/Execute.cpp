@@ -529,18 +529,33 @@ void Executor::elementwiseF32(const Instruction &inst) {
         const float *sc = inst.scaleTile ? b : nullptr;
         const float *bi = inst.biasTile ? (inst.scaleTile ? c : b) : nullptr;
         float *t = inst.func == ActFunc::Identity ? o : scratch<float>(4, size_t(n));
-        for (int64_t i = 0; i < n; ++i) {
-          float x = a[i] * (sc ? sc[i] * imm0 : imm0);
-          t[i] = !bi && imm1 == 0.0f ? x : x + (bi ? bi[i] * imm1 : imm1);
-        }
+        if (sc && bi)
+          for (int64_t i = 0; i < n; ++i)
+            t[i] = a[i] * (sc[i] * imm0) + bi[i] * imm1;
+        else if (sc && imm1 == 0.0f)
+          for (int64_t i = 0; i < n; ++i)
+            t[i] = a[i] * (sc[i] * imm0);
+        else if (sc)
+          for (int64_t i = 0; i < n; ++i)
+            t[i] = a[i] * (sc[i] * imm0) + imm1;
+        else
+          for (int64_t i = 0; i < n; ++i)
+            t[i] = a[i] * imm0 + bi[i] * imm1;
         if (t != o)
           kernels::activation(inst.func, t, o, n, 1.0f, 0.0f);
       } else {
         kernels::activation(inst.func, a, o, n, imm0, imm1);
       }
       // Row sums of the activated fp32 values, in order along each row.
-      for (int64_t i = 0; rowSums && i < n; ++i)
-        sums[size_t((off + i) / rowLength)] += o[i];
+      for (int64_t i = 0; rowSums && i < n;) {
+        const int64_t row = (off + i) / rowLength;
+        const int64_t end = std::min(n, (row + 1) * rowLength - off);
+        float sum = 0.0f;
+        for (int64_t j = i; j < end; ++j)
+          sum += o[j];
+        sums[size_t(row)] += sum;
+        i = end;
+      }
       break;
     case Opcode::TensorTensor:
       if (scalarSide == 1)

@@ -217,10 +217,13 @@ LogicalResult FusionLowering::emit(Operation &o) {
             isa<FloatType>(resultType(o)) && !isRow(bo.getResult()) && lhsRow != rhsRow) {
           Value full = lhsRow ? bo.getRhs() : bo.getLhs(), row = lhsRow ? bo.getLhs() : bo.getRhs();
           auto base = pending.find(full);
-          if ((alu == AluOp::add || alu == AluOp::sub) && base == pending.end()) {
+          // A row value can have a full tile (a select with a splat broadcasts it).
+          Value rowTile = tileFor(row);
+          bool perPartition = freeOf(rowTile) == 1;
+          if ((alu == AluOp::add || alu == AluOp::sub) && base == pending.end() && perPartition) {
             RowAffine a;
             a.full = full;
-            a.biasTile = tileFor(row);
+            a.biasTile = rowTile;
             a.bias = alu == AluOp::sub && !lhsRow ? -1.0 : 1.0;
             a.scale = alu == AluOp::sub && lhsRow ? -1.0 : 1.0;
             a.type = resultType(o);
@@ -230,9 +233,10 @@ LogicalResult FusionLowering::emit(Operation &o) {
             pending[bo] = a;
             return success();
           }
-          if (alu == AluOp::mul && base != pending.end() && !base->second.scaleTile) {
+          if (alu == AluOp::mul && base != pending.end() && !base->second.scaleTile &&
+              perPartition) {
             RowAffine a = base->second;
-            Value r = tileFor(row);
+            Value r = rowTile;
             a.scaleTile = r;
             shared.insert(row);
             if (a.biasTile) {

@@ -99,3 +99,21 @@ func.func @normalize$rows(%x: tensor<256x64xf32>, %m: tensor<256x1xf32>, %r: ten
   %y = ntorch.binary mul %d, %r : tensor<256x64xf32>, tensor<256x1xf32> -> tensor<256x64xf32>
   return %sq, %y : tensor<256x64xf32>, tensor<256x64xf32>
 }
+
+// -----
+
+// A row value whose tile is full (a select with a splat operand broadcasts it, as in
+// logsumexp's masked max) is no per-partition bias: the subtraction stays a
+// tensor_tensor on full tiles.
+// CHECK-LABEL: func @full_tile_row$rows
+// CHECK: ntile.select
+// CHECK: ntile.tensor_tensor sub %{{.*}}, %{{.*}} to %{{.*}} : memref<5x5xf32, #ntile.mem<sbuf>>, memref<5x5xf32, #ntile.mem<sbuf>>, memref<5x5xf32, #ntile.mem<sbuf>>
+// CHECK: ntile.activation exp
+func.func @full_tile_row$rows(%x: tensor<5x5xf32>, %c: tensor<5x1xi1>) -> tensor<5x5xf32> {
+  %m = ntorch.reduce max %x [1] {keepdim} : tensor<5x5xf32> -> tensor<5x1xf32>
+  %zero = ntorch.constant dense<0.0> : tensor<f32>
+  %s = ntorch.select %c, %zero, %m : tensor<5x1xi1>, tensor<f32>, tensor<5x1xf32> -> tensor<5x1xf32>
+  %d = ntorch.binary sub %x, %s : tensor<5x5xf32>, tensor<5x1xf32> -> tensor<5x5xf32>
+  %e = ntorch.unary exp %d : tensor<5x5xf32> -> tensor<5x5xf32>
+  return %e : tensor<5x5xf32>
+}

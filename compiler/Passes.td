@@ -148,6 +148,21 @@ def NeuronAssignDmaQueues : Pass<"neuron-assign-dma-queues", "mlir::func::FuncOp
   }];
 }
 
+def NeuronBalanceEngines : Pass<"neuron-balance-engines", "mlir::func::FuncOp"> {
+  let summary = "Spread elementwise and reduce instructions over the Vector, Scalar and GpSimd engines";
+  let description = [{
+    The instructions of one block (a loop body, or the function body) run as a
+    pipeline across iterations: the busiest engine sets the pace. Instructions that
+    more than one engine can run (tensor_tensor, tensor_scalar, tensor_reduce, select,
+    tensor_copy on Vector or GpSimd; tensor_copy on Scalar; a float tensor_tensor
+    add, sub or mul with a per-partition operand and a float tensor_scalar add, sub or
+    mul on Scalar, as an activation with a per-partition or immediate scale or bias)
+    go, longest first, to the engine whose load grows least, with the simulator's cost
+    model. GpSimd never gets an instruction that touches PSUM.
+  }];
+  let options = [Option<"target", "target", "std::string", "\"trn2\"", "target name">];
+}
+
 def NeuronInsertSemaphores : Pass<"neuron-insert-semaphores", "mlir::func::FuncOp"> {
   let summary = "Add the semaphore waits that order instructions across queues";
   let description = [{

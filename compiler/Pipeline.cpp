@@ -148,6 +148,8 @@ static void buildNTileStage(OpPassManager &pm, const PipelineOptions &options) {
 
 static void buildNIsaStage(OpPassManager &pm, const PipelineOptions &options) {
   pm.addPass(createConvertNTileToNIsa(ConvertNTileToNIsaOptions{options.target}));
+  pm.addNestedPass<func::FuncOp>(
+      createNeuronBalanceEngines(NeuronBalanceEnginesOptions{options.target}));
   pm.addNestedPass<func::FuncOp>(createNeuronAssignDmaQueues());
   pm.addNestedPass<func::FuncOp>(createNeuronInsertSemaphores());
 }

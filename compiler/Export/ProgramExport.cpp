@@ -181,7 +181,19 @@ LogicalResult Exporter::instruction(Operation *op) {
               return o.emitOpError("function has no program encoding");
             inst.imm[0] = o.getScale().convertToDouble();
             inst.imm[1] = o.getBias().convertToDouble();
-            return src(o.getSrc());
+            inst.scaleTile = bool(o.getScaleTileAttr());
+            inst.biasTile = bool(o.getBiasTileAttr());
+            if (failed(src(o.getSrc())))
+              return failure();
+            if (inst.scaleTile && failed(src(o.getScaleTileAttr())))
+              return failure();
+            if (inst.biasTile && failed(src(o.getBiasTileAttr())))
+              return failure();
+            // Row sums: written, the last source (Program.h).
+            inst.accumulate = bool(o.getAccumAttr());
+            if (inst.accumulate && failed(src(o.getAccumAttr())))
+              return failure();
+            return success();
           })
           .Case([&](nisa::TensorTensorOp o) {
             inst.alu = alu(o.getOp());

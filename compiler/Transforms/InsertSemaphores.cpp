@@ -464,19 +464,25 @@ void SemaphoreInserter::visitInstruction(nisa::InstructionOpInterface op, bool s
       added.push_back({key, x});
     }
   }
-  Access w = describe(op.getWritePattern(), true, q);
-  for (const MemoryKey &key : keysOf(w)) {
-    std::vector<Access> &list = history[key];
-    for (const Access &a : list)
-      depend(w, a);
-    // Accesses the write covers in every iteration are ordered through it from now on.
-    if (w.carried < 0)
-      llvm::erase_if(list, [&](const Access &a) {
-        return a.carried < 0 && a.hbm == w.hbm && a.buffer == w.buffer && a.terms.empty() &&
-               w.terms.empty() && w.pLo <= a.pLo && a.pHi <= w.pHi && w.bLo <= a.bLo &&
-               a.bHi <= w.bHi;
-      });
-    added.push_back({key, w});
+  // The written patterns: dst, and an activation's row sums.
+  SmallVector<nisa::AccessPatternAttr, 2> writes = {op.getWritePattern()};
+  if (auto act = dyn_cast<nisa::ActivationOp>(op.getOperation()); act && act.getAccumPattern())
+    writes.push_back(act.getAccumPattern());
+  for (nisa::AccessPatternAttr written : writes) {
+    Access w = describe(written, true, q);
+    for (const MemoryKey &key : keysOf(w)) {
+      std::vector<Access> &list = history[key];
+      for (const Access &a : list)
+        depend(w, a);
+      // Accesses the write covers in every iteration are ordered through it from now on.
+      if (w.carried < 0)
+        llvm::erase_if(list, [&](const Access &a) {
+          return a.carried < 0 && a.hbm == w.hbm && a.buffer == w.buffer && a.terms.empty() &&
+                 w.terms.empty() && w.pLo <= a.pLo && a.pHi <= w.pHi && w.bLo <= a.bLo &&
+                 a.bHi <= w.bHi;
+        });
+      added.push_back({key, w});
+    }
   }
   for (auto &[key, access] : added)
     history[key].push_back(access);

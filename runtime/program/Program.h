@@ -111,7 +111,12 @@ struct AccessPattern {
 enum class Opcode : uint8_t {
   DmaCopy,      // dst <- srcs[0]; same dtype and element count; any spaces.
   Matmul,       // dst(psum)[M,N] (+)= srcs[0][K,M]^T @ srcs[1][K,N]; K = partitions.
-  Activation,   // dst = func(srcs[0] * imm[0] + imm[1]) on the Scalar engine.
+  Activation,   // dst = func(srcs[0] * scale + bias) on the Scalar engine: scale is imm[0],
+                // times the next source (a [P, 1] tile read with free stride 0, one value
+                // per partition) if `scaleTile`; bias is imm[1], times the source after
+                // that if `biasTile` (HARDWARE.md: activation's per-partition scale and bias).
+                // With `accumulate`, the last source is written, not read: a [P, 1] fp32
+                // tile that receives the sum of each partition's activated values.
   TensorTensor, // dst = srcs[0] <alu> srcs[1].
   TensorScalar, // dst = srcs[0] <alu> imm[0]  (imm[0] <alu> srcs[0] if `reverse`).
   TensorCopy,   // dst = srcs[0] with dtype conversion (e.g. PSUM -> SBUF).
@@ -197,7 +202,10 @@ struct Instruction {
   AluOp alu = AluOp::Add;
   double imm[2] = {0.0, 0.0};
   bool accumulate = false;      // Matmul: add into dst instead of overwriting.
+                                // Activation: srcs.back() receives the row sums.
   bool reverse = false;         // TensorScalar: scalar is the left operand.
+  bool scaleTile = false;       // Activation: a per-partition scale source follows srcs[0].
+  bool biasTile = false;        // Activation: a per-partition bias source follows.
   uint8_t axes = 1;             // TensorReduce: number of innermost free dims reduced.
   CollectiveKind collective = CollectiveKind::AllReduce; // Collective: what it computes
   uint16_t group = 0;           // Collective: index into Program::groups.

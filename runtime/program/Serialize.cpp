@@ -12,6 +12,7 @@
 //                      "waits": [[queue, value], [queue, value, TERMS], ...],
 //                      "func": "gelu_tanh", "alu": "add", "imm": [a, b],
 //                      "accumulate": false, "reverse": false, "axes": 1,
+//                      "scale_tile": false, "bias_tile": false,
 //                      "collective": "all_reduce", "group": 0,
 //                      "origin": 0}, ...],
 //    "loops": [[begin, end, count], ...]}
@@ -213,6 +214,10 @@ json instructionToJson(const Instruction &in) {
     j["accumulate"] = in.accumulate;
   if (op == Opcode::TensorScalar || in.reverse)
     j["reverse"] = in.reverse;
+  if (in.scaleTile)
+    j["scale_tile"] = true;
+  if (in.biasTile)
+    j["bias_tile"] = true;
   if (op == Opcode::TensorReduce || in.axes != 1)
     j["axes"] = in.axes;
   if (op == Opcode::Collective || in.collective != CollectiveKind::AllReduce)

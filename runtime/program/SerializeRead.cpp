@@ -252,6 +252,8 @@ Instruction readInstruction(const json &j, const Path &p, int depth) {
   }
   in.accumulate = boolean(j, "accumulate", p);
   in.reverse = boolean(j, "reverse", p);
+  in.scaleTile = boolean(j, "scale_tile", p);
+  in.biasTile = boolean(j, "bias_tile", p);
   in.axes = uint8_t(integerOr(j, "axes", p, 0, 255, 1));
   if (const json *c = optional(j, "collective"))
     in.collective = enumValue<CollectiveKind>(*c, p / "collective", parseCollectiveKind,

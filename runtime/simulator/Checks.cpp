@@ -164,6 +164,32 @@ void Checker::checkQueue() {
   if (!ok)
     fail(std::string("cannot run on the ") + engineName(e) + " engine (queue " +
          std::to_string(inst_.queue) + ")");
+  if (inst_.scaleTile || inst_.biasTile) {
+    if (inst_.opcode != Opcode::Activation)
+      fail("only an activation has per-partition scale or bias sources");
+  }
+  if (inst_.opcode == Opcode::Activation && inst_.accumulate) {
+    bool floats = isFloatDType(inst_.dst.dtype);
+    for (const auto &s : inst_.srcs)
+      floats &= isFloatDType(s.dtype);
+    if (!floats)
+      fail("an activation that sums its rows computes on floats only");
+  }
+  if (inst_.scaleTile || inst_.biasTile) {
+    bool floats = isFloatDType(inst_.dst.dtype);
+    for (const auto &s : inst_.srcs)
+      floats &= isFloatDType(s.dtype);
+    if (!floats)
+      fail("an activation with per-partition scale or bias computes on floats only");
+  }
+  // HARDWARE.md: the GpSimd engine cannot access PSUM.
+  if (e == Engine::GpSimd) {
+    bool psum = inst_.dst.space == MemSpace::Psum;
+    for (const auto &s : inst_.srcs)
+      psum |= s.space == MemSpace::Psum;
+    if (psum)
+      fail("the GpSimd engine cannot access PSUM");
+  }
 }
 
 void Checker::expectSrcs(size_t n) const {
@@ -487,6 +513,9 @@ InstrShape Checker::checkCompute() {
   case Opcode::Select:
     nsrc = 3;
     break;
+  case Opcode::Activation:
+    nsrc = 1 + size_t(inst_.scaleTile) + size_t(inst_.biasTile) + size_t(inst_.accumulate);
+    break;
   case Opcode::Memset:
   case Opcode::Iota:
   case Opcode::Random:
@@ -514,6 +543,24 @@ InstrShape Checker::checkCompute() {
   for (size_t i = 0; i < nsrc; ++i) {
     ApFacts s = checkAp(inst_.srcs[i], int(i), true);
     note(inst_.srcs[i].space);
+    if (inst_.opcode == Opcode::Activation && inst_.accumulate && i + 1 == nsrc) {
+      // The row sums: one fp32 value per partition of dst.
+      if (s.partitions != d.partitions || s.freeElems != 1 ||
+          inst_.srcs[i].dtype != DType::F32)
+        fail(operandName(int(i)) + " receives the row sums: it must be [" +
+             std::to_string(d.partitions) + ", 1] f32");
+      continue;
+    }
+    if (inst_.opcode == Opcode::Activation && i > 0) {
+      // A per-partition scale or bias: one value per partition, read along the row.
+      expectSameShape(d, s, int(i));
+      for (size_t k = 1; k < inst_.srcs[i].dims.size(); ++k)
+        if (inst_.srcs[i].dims[k][1] > 1 && inst_.srcs[i].dims[k][0] != 0)
+          fail(operandName(int(i)) + " is a per-partition " +
+               (i == 1 && inst_.scaleTile ? "scale" : "bias") +
+               ": its free dims must have stride 0");
+      continue;
+    }
     if (inst_.opcode != Opcode::TensorReduce) {
       expectSameShape(d, s, int(i));
       continue;

@@ -270,8 +270,11 @@ HazardDetector::footprints(size_t index) {
       fps.push_back(std::move(f));
   };
   // Reads first: an instruction may read what it overwrites.
-  for (const AccessPattern &src : inst.srcs)
-    add(src, false);
+  const bool rowSums = inst.opcode == Opcode::Activation && inst.accumulate;
+  for (size_t k = 0; k < inst.srcs.size() - (rowSums ? 1 : 0); ++k)
+    add(inst.srcs[k], false);
+  if (rowSums) // the activation's row sums are a second output
+    add(inst.srcs.back(), true);
   if ((inst.opcode == Opcode::Matmul || inst.opcode == Opcode::DmaScatter) &&
       inst.accumulate)
     add(inst.dst, false);

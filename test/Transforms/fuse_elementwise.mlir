@@ -9,11 +9,16 @@
 // CHECK: ntorch.reduce sum
 // CHECK: ntorch.yield
 // CHECK: return %[[F]]
-// One load, one store; the max broadcasts along the row with a free stride of 0.
+// One load, one store. x - max and exp are one Scalar-engine activation whose bias tile
+// is the max (a [4, 1] tile read with a free stride of 0) times -1, and whose row sums
+// (accum) are the softmax denominators: no separate sum reduce.
 // NISA-LABEL: func @softmax
 // NISA-COUNT-1: nisa.dma_copy {{.*}}<hbm[0]
-// NISA: nisa.tensor_reduce max
-// NISA: nisa.tensor_tensor sub on 1 {{.*}}, <sbuf[0] + {{[0-9]+}}, {{\[\[}}1, 4], [0, 100]], f32>
+// NISA: nisa.tensor_reduce max on 1 <sbuf[0] + [[MAX:[0-9]+]], {{\[\[}}1, 4], [1, 1]], f32>
+// NISA-NEXT: nisa.activation exp on 2 {{.*}}{accum = #nisa.ap<sbuf[0] + [[SUM:[0-9]+]], {{\[\[}}1, 4], [1, 1]], f32>, bias = -1.000000e+00 : f64, bias_tile = #nisa.ap<sbuf[0] + [[MAX]], {{\[\[}}1, 4], [0, 100]], f32>}
+// NISA-NOT: nisa.tensor_reduce
+// NISA: nisa.activation reciprocal on 2 {{.*}}, <sbuf[0] + [[SUM]], {{\[\[}}1, 4], [1, 1]], f32>
+// NISA: nisa.tensor_tensor mul
 // NISA: nisa.dma_copy {{.*}}<hbm[1]
 // NISA-NOT: nisa.dma_copy
 func.func @softmax(%x: tensor<4x100xf32>) -> tensor<4x100xf32> {
@@ -68,7 +73,7 @@ func.func @shapes_differ(%x: tensor<8x16xf32>, %y: tensor<16xf32>) -> tensor<16x
 // happens to come first with as many elements.
 // NISA-LABEL: func @bias_batch1
 // NISA: nisa.dma_copy on {{[0-9]+}} <sbuf[0] + 0, {{\[\[}}1, 1], [1, 50]], f32>, <hbm[0] + 0, {{\[\[}}1, 1], [1, 50]], f32>
-// NISA: nisa.tensor_tensor add on 1 <sbuf[0] + {{[0-9]+}}, {{\[\[}}1, 1], [1, 50]], f32>
+// NISA: nisa.tensor_tensor add on {{[0-9]+}} <sbuf[0] + {{[0-9]+}}, {{\[\[}}1, 1], [1, 50]], f32>
 func.func @bias_batch1(%b: tensor<50xf32>, %x: tensor<1x50xf32>) -> tensor<1x50xf32> {
   %0 = ntorch.binary add %b, %x : tensor<50xf32>, tensor<1x50xf32> -> tensor<1x50xf32>
   %1 = ntorch.unary relu %0 : tensor<1x50xf32> -> tensor<1x50xf32>

@@ -314,9 +314,15 @@ struct ActivationToNIsa : ToNIsa<ntile::ActivationOp> {
   using ToNIsa::ToNIsa;
   LogicalResult matchAndRewrite(ntile::ActivationOp op, OpAdaptor,
                                 ConversionPatternRewriter &r) const override {
+    auto tile = [&](Value v) {
+      return v ? memory.operandTile(v, op.getTarget()) : nisa::AccessPatternAttr();
+    };
     r.replaceOpWithNewOp<nisa::ActivationOp>(
         op, queue(r, op, nisa::kQueueScalar), memory.wholeTile(op.getTarget()), op.getFnAttr(),
-        memory.wholeTile(op.getSource()), op.getScaleAttr(), op.getBiasAttr(), nullptr, nullptr);
+        memory.wholeTile(op.getSource()), op.getScaleAttr(), op.getBiasAttr(),
+        tile(op.getScaleTile()), tile(op.getBiasTile()),
+        op.getAccum() ? memory.wholeTile(op.getAccum()) : nisa::AccessPatternAttr(), nullptr,
+        nullptr);
     return success();
   }
 };

@@ -5,6 +5,7 @@
 #include "dialects/NTorch/IR/NTorchOps.h"
 
 #include "mlir/IR/Matchers.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <map>
@@ -14,6 +15,9 @@ using namespace mlir;
 using neuron::ntile::MemSpace;
 
 namespace neuron::compiler {
+
+/// Row blocks a fused reduction emits per loop iteration.
+static constexpr int64_t kInterleavedBlocks = 2;
 
 static RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
 
@@ -32,12 +36,16 @@ public:
                          const DenseMap<Value, Value> &preset);
   const RowTiling &getTiling() const { return *tiling; }
   LogicalResult run();
+  /// Emits whole-row blocks together, each instruction for every block in turn.
+  LogicalResult emitGroup(ArrayRef<RowBlock> blocks);
   ArrayRef<int64_t> iterationShape() const { return shape; }
   bool hasReduce() const { return reduces; }
   int64_t maxFree() const { return free; }
 
 private:
   Value tileFor(Value v);
+  /// Stores the yielded values of the block just emitted.
+  void storeResults(const RowBlock &rowBlock);
   Value newTile(int64_t free, Type elementType) {
     return e.allocTile(loc, rows, free, elementType, MemSpace::sbuf);
   }
@@ -65,6 +73,18 @@ private:
   int64_t free = 0;
   SmallVector<Value> buffers;
   DenseMap<Value, Value> tiles;
+  llvm::SmallPtrSet<Value, 8> shared; // values whose tile is another value's too
+  /// A full value not computed yet: full * (scale [* scaleTile]) + bias [* biasTile], with
+  /// per-partition [P, 1] tiles. Its consumer computes it (an activation's scale and
+  /// bias); any other use materializes it with an identity activation.
+  struct RowAffine {
+    Value full, scaleTile, biasTile;
+    double scale = 1.0, bias = 0.0;
+    Type type;
+  };
+  DenseMap<Value, RowAffine> pending;
+  /// Emits fn(x * scale + bias) of a pending value into a new tile of `type`.
+  Value applyPending(const RowAffine &a, ActFunc fn, Type type);
   DenseMap<Value, Value> constantBuffers;
 };
 } // namespace
@@ -72,9 +92,24 @@ private:
 /// The tile of a body value. Block arguments load on first use; splat constants
 /// that must be tiles broadcast from a one-element buffer. (Loads that are the same in
 /// every iteration leave the loops in neuron-hoist-invariant-loads.)
+Value FusionLowering::applyPending(const RowAffine &a, ActFunc fn, Type type) {
+  Value in = tileFor(a.full);
+  Value out = newTile(freeOf(in), type);
+  e.b.create<ntile::ActivationOp>(loc, fn, in, out, APFloat(a.scale), APFloat(a.bias),
+                                  a.scaleTile, a.biasTile, Value());
+  return out;
+}
+
 Value FusionLowering::tileFor(Value v) {
   if (Value t = tiles.lookup(v))
     return t;
+  if (auto it = pending.find(v); it != pending.end()) {
+    RowAffine a = it->second;
+    pending.erase(it);
+    Value t = applyPending(a, ActFunc::identity, a.type);
+    tiles[v] = t;
+    return t;
+  }
   RankedTensorType vt = tensorType(v);
   bool row = isRow(v);
   int64_t free = row ? 1 : cols;
@@ -102,7 +137,7 @@ Value FusionLowering::resultTile(Operation &o, ValueRange inputs, int64_t free, 
   for (Value in : inputs) {
     Operation *def = in.getDefiningOp();
     Value tile = tiles.lookup(in);
-    if (!def || isa<ntorch::ConstantOp, ntorch::ReshapeOp>(def) || !tile ||
+    if (!def || isa<ntorch::ConstantOp, ntorch::ReshapeOp>(def) || !tile || shared.contains(in) ||
         freeOf(tile) != free || cast<MemRefType>(tile.getType()).getElementType() != type)
       continue;
     if (llvm::all_of(in.getUsers(), [&](Operation *user) {
@@ -113,12 +148,32 @@ Value FusionLowering::resultTile(Operation &o, ValueRange inputs, int64_t free, 
   return newTile(free, type);
 }
 
+/// A float -> float cast.
+static bool isFloatCast(Operation *op) {
+  auto c = dyn_cast_or_null<ntorch::CastOp>(op);
+  return c && isa<FloatType>(tensorType(c.getInput()).getElementType()) &&
+         isa<FloatType>(tensorType(c.getResult()).getElementType());
+}
+
 LogicalResult FusionLowering::emit(Operation &o) {
   OpBuilder &b = e.b;
-  auto resultType = [&](Operation &x) { return tensorType(x.getResult(0)).getElementType(); };
+  // Engines compute in fp32 and convert on the write: a result whose only use is a float
+  // cast is written in the cast's type (rounded once, as the cast would), and the cast
+  // is that tile.
+  auto resultType = [&](Operation &x) {
+    Value r = x.getResult(0);
+    if (!isa<ntorch::CastOp>(x) && r.hasOneUse() && isFloatCast(*r.user_begin()))
+      return tensorType(r.user_begin()->getResult(0)).getElementType();
+    return tensorType(r).getElementType();
+  };
   return llvm::TypeSwitch<Operation *, LogicalResult>(&o)
       .Case([&](ntorch::ConstantOp) { return success(); }) // materialized on use
       .Case([&](ntorch::UnaryOp u) {
+        if (auto it = pending.find(u.getInput());
+            it != pending.end() && isa<FloatType>(resultType(o))) {
+          tiles[u] = applyPending(it->second, toActFunc(u.getFn()), resultType(o));
+          return success();
+        }
         Value in = tileFor(u.getInput());
         Value out = resultTile(o, u.getInput(), freeOf(in), resultType(o));
         b.create<ntile::ActivationOp>(loc, toActFunc(u.getFn()), in, out, APFloat(1.0),
@@ -137,6 +192,69 @@ LogicalResult FusionLowering::emit(Operation &o) {
           tiles[bo] = out;
           return success();
         }
+        if (bo.getLhs() == bo.getRhs() && alu == AluOp::mul &&
+            isa<FloatType>(tensorType(bo.getLhs()).getElementType())) {
+          // x * x: the Scalar engine's square, one input stream.
+          if (auto it = pending.find(bo.getLhs()); it != pending.end()) {
+            tiles[bo] = applyPending(it->second, ActFunc::square, resultType(o));
+            return success();
+          }
+          Value in = tileFor(bo.getLhs());
+          Value out = resultTile(o, bo.getLhs(), freeOf(in), resultType(o));
+          b.create<ntile::ActivationOp>(loc, ActFunc::square, in, out, APFloat(1.0),
+                                        APFloat(0.0));
+          tiles[bo] = out;
+          return success();
+        }
+        // A full value plus or minus a row value, and such a value times a row value, stay
+        // pending: their consumer applies them as an activation's per-partition bias and
+        // scale ((x - m) * r = x * r + (-m * r), with one [P, 1] product).
+        auto isFloatValue = [](Value v) {
+          return isa<FloatType>(tensorType(v).getElementType());
+        };
+        bool lhsRow = isRow(bo.getLhs()), rhsRow = isRow(bo.getRhs());
+        if (isFloatValue(bo.getLhs()) && isFloatValue(bo.getRhs()) &&
+            isa<FloatType>(resultType(o)) && !isRow(bo.getResult()) && lhsRow != rhsRow) {
+          Value full = lhsRow ? bo.getRhs() : bo.getLhs(), row = lhsRow ? bo.getLhs() : bo.getRhs();
+          auto base = pending.find(full);
+          // A row value can have a full tile (a select with a splat broadcasts it).
+          Value rowTile = tileFor(row);
+          bool perPartition = freeOf(rowTile) == 1;
+          if ((alu == AluOp::add || alu == AluOp::sub) && base == pending.end() && perPartition) {
+            RowAffine a;
+            a.full = full;
+            a.biasTile = rowTile;
+            a.bias = alu == AluOp::sub && !lhsRow ? -1.0 : 1.0;
+            a.scale = alu == AluOp::sub && lhsRow ? -1.0 : 1.0;
+            a.type = resultType(o);
+            (void)tileFor(full);
+            shared.insert(full); // read when the pending value is applied: not in place
+            shared.insert(row);
+            pending[bo] = a;
+            return success();
+          }
+          if (alu == AluOp::mul && base != pending.end() && !base->second.scaleTile &&
+              perPartition) {
+            RowAffine a = base->second;
+            Value r = rowTile;
+            a.scaleTile = r;
+            shared.insert(row);
+            if (a.biasTile) {
+              Value product = newTile(1, e.b.getF32Type());
+              b.create<ntile::TensorTensorOp>(loc, AluOp::mul, a.biasTile, r, product);
+              a.biasTile = product;
+            } else if (a.bias != 0.0) {
+              Value product = newTile(1, e.b.getF32Type());
+              b.create<ntile::TensorScalarOp>(loc, AluOp::mul, r, APFloat(a.bias), product,
+                                              /*reverse=*/false);
+              a.biasTile = product;
+              a.bias = 1.0;
+            }
+            a.type = resultType(o);
+            pending[bo] = a;
+            return success();
+          }
+        }
         Value lt = tileFor(bo.getLhs()), rt = tileFor(bo.getRhs());
         Value out = resultTile(o, {bo.getLhs(), bo.getRhs()}, std::max(freeOf(lt), freeOf(rt)),
                                resultType(o));
@@ -146,7 +264,20 @@ LogicalResult FusionLowering::emit(Operation &o) {
       })
       .Case([&](ntorch::CastOp c) {
         Value in = tileFor(c.getInput());
-        Value out = newTile(freeOf(in), resultType(o));
+        Type to = resultType(o);
+        // Written through by its producer (above), or a widening float cast: engines
+        // read any float type and convert exactly, so readers use the source tile.
+        Type from = cast<MemRefType>(in.getType()).getElementType();
+        if (isFloatCast(c) && (from == to || (isa<FloatType>(from) &&
+                                              cast<FloatType>(from).getWidth() <
+                                                  cast<FloatType>(to).getWidth() &&
+                                              to.isF32()))) {
+          tiles[c] = in;
+          shared.insert(c);
+          shared.insert(c.getInput());
+          return success();
+        }
+        Value out = newTile(freeOf(in), to);
         b.create<ntile::CopyOp>(loc, in, out);
         tiles[c] = out;
         return success();
@@ -231,18 +362,85 @@ LogicalResult FusionLowering::emitTile(const RowBlock &rowBlock, const Offset &c
   block = &rowBlock;
   rows = rowBlock.rows(), col0 = c0, cols = fc;
   tiles = preset;
+  shared.clear();
+  pending.clear();
   for (Operation &o : body.without_terminator())
     if (failed(emit(o)))
       return failure();
+  storeResults(rowBlock);
+  return success();
+}
+
+LogicalResult FusionLowering::emitGroup(ArrayRef<RowBlock> blocks) {
+  Block &body = op.getBody().front();
+  size_t n = blocks.size();
+  SmallVector<DenseMap<Value, Value>> groupTiles(n);
+  SmallVector<llvm::SmallPtrSet<Value, 8>> groupShared(n);
+  SmallVector<DenseMap<Value, RowAffine>> groupPending(n);
+  tiles.clear();
+  shared.clear();
+  pending.clear();
+  col0 = Offset(0), cols = shape.back();
+  // The state of block j is swapped in while its instructions are emitted.
+  auto swapState = [&](size_t j) {
+    std::swap(tiles, groupTiles[j]);
+    std::swap(shared, groupShared[j]);
+    std::swap(pending, groupPending[j]);
+  };
+  auto within = [&](size_t j, function_ref<LogicalResult()> fn) {
+    block = &blocks[j];
+    rows = blocks[j].rows();
+    swapState(j);
+    LogicalResult result = fn();
+    swapState(j);
+    return result;
+  };
+  // An add or sub that feeds only the activation right after it stays next to it in each
+  // block: the two fold into one instruction (ntile canonicalization).
+  SmallVector<Operation *> segment;
+  auto flush = [&]() -> LogicalResult {
+    for (size_t j = 0; j < n; ++j)
+      for (Operation *o : segment)
+        if (failed(within(j, [&] { return emit(*o); })))
+          return failure();
+    segment.clear();
+    return success();
+  };
+  for (Operation &o : body.without_terminator()) {
+    segment.push_back(&o);
+    Operation *next = o.getNextNode();
+    bool feedsNext = isa<ntorch::BinaryOp>(o) && isa<ntorch::UnaryOp>(next) &&
+                     o.getResult(0).hasOneUse() && *o.getResult(0).user_begin() == next;
+    if (!feedsNext && failed(flush()))
+      return failure();
+  }
+  if (failed(flush()))
+    return failure();
+  for (size_t j = 0; j < n; ++j)
+    (void)within(j, [&] {
+      storeResults(blocks[j]);
+      return success();
+    });
+  return success();
+}
+
+void FusionLowering::storeResults(const RowBlock &rowBlock) {
+  Block &body = op.getBody().front();
   auto yield = cast<ntorch::YieldOp>(body.getTerminator());
   size_t numInputs = op.getInputs().size();
   for (auto [i, v, buffer] : llvm::enumerate(yield.getValues(), buffers)) {
     Value tile = tileFor(v);
+    Type stored = cast<MemRefType>(buffer.getType()).getElementType();
+    if (cast<MemRefType>(tile.getType()).getElementType() != stored) {
+      // A widened value read from its narrower tile: DMAs do not convert.
+      Value converted = newTile(freeOf(tile), stored);
+      e.b.create<ntile::CopyOp>(loc, tile, converted);
+      tile = converted;
+    }
     bool rowTile = freeOf(tile) == 1 && cols != 1;
     storeBlock(e, loc, tile, buffer, tiling->strides(numInputs + i), rowBlock,
                rowTile ? Offset(0) : col0, rowTile ? 1 : cols);
   }
-  return success();
 }
 
 LogicalResult FusionLowering::run() {
@@ -250,6 +448,15 @@ LogicalResult FusionLowering::run() {
     return failure();
   createBuffers();
   LogicalResult status = success();
+  if (reduces) {
+    // A reduction's blocks are dependence chains across engines (reduce, then use the
+    // row value): two blocks per iteration, interleaved, keep the engines overlapped.
+    tiling->emitGroups(e, loc, kInterleavedBlocks, [&](ArrayRef<RowBlock> blocks) {
+      if (succeeded(status))
+        status = emitGroup(blocks);
+    });
+    return status;
+  }
   tiling->emit(e, loc, free,
                [&](const RowBlock &rowBlock, const Offset &c0, int64_t fc) {
                  if (succeeded(status))

@@ -10,6 +10,10 @@ namespace neuron::compiler {
 /// Keep the stationary tiles of one row block resident while they fit in this
 /// many bytes per partition; otherwise reload them for every column block.
 static constexpr int64_t kResidentStationaryBytes = 96 * 1024;
+/// A panel of whole K tiles loads in transfers of this many K tiles: large enough that
+/// the per-transfer fixed cost stays small, small enough that the first matmuls that
+/// read the panel need not wait for all of it.
+static constexpr int64_t kPanelKTiles = 8;
 
 namespace {
 /// One matmul operand read as [K, outer] tiles: element `base + outer * outerStride +
@@ -38,10 +42,22 @@ public:
     return tile;
   }
 
-  /// Every K tile of outer elements [outer0, +size), side by side in one SBUF panel.
+  /// Every K tile of outer elements [outer0, +size), side by side in one SBUF panel: one
+  /// DMA per kPanelKTiles K tiles when K is whole tiles.
   Value loadPanel(const MatmulOperand &o, const Offset &outer0, int64_t size) {
     int64_t kTiles = (K + tileK() - 1) / tileK(), width = kTiles * size;
     Value panel = e.allocTile(loc, std::min(K, tileK()), width, o.elementType, MemSpace::sbuf);
+    if (K % tileK() == 0 && kTiles > 1) {
+      e.tiled(loc, kTiles, kPanelKTiles, [&](const Offset &chunk, int64_t tiles) {
+        Offset kt = chunk * kPanelKTiles;
+        Offset at = o.base + outer0 * o.outerStride + kt * (tileK() * o.kStride);
+        e.dma(loc, o.source,
+              e.pattern(at, {{o.kStride, tileK()}, {tileK() * o.kStride, tiles},
+                             {o.outerStride, size}}),
+              panel, e.pattern(kt * size, {{width, tileK()}, {size, tiles}, {1, size}}));
+      });
+      return panel;
+    }
     e.tiled(loc, K, tileK(), [&](const Offset &kt, int64_t kk) {
       Offset at = o.base + outer0 * o.outerStride + kt * (tileK() * o.kStride);
       e.dma(loc, o.source, e.pattern(at, {{o.kStride, kk}, {o.outerStride, size}}), panel,
@@ -138,9 +154,12 @@ static LogicalResult lowerMatmulLoops(TileEmitter &e, ntorch::MatmulOp op) {
         Value panel = loops.loadPanel(rhs, n0, nn);
         e.tiled(loc, M, tileM, [&](const Offset &mt, int64_t mm) {
           Offset m0 = mt * tileM;
+          // The row block's stationary tiles in one panel (prefetched as one transfer).
+          Value rows = lhsFits ? loops.loadPanel(lhs, m0, mm) : Value();
           Value acc = e.allocTile(loc, mm, nn, e.b.getF32Type(), MemSpace::psum);
           loops.accumulate(acc, [&](const Offset &kt, int64_t kk) {
-            return std::pair{loops.load(lhs, m0, mm, kt, kk), loops.panelTile(panel, kt, kk, nn)};
+            Value st = rows ? loops.panelTile(rows, kt, kk, mm) : loops.load(lhs, m0, mm, kt, kk);
+            return std::pair{st, loops.panelTile(panel, kt, kk, nn)};
           });
           store(acc, outBase, m0, mm, n0, nn);
         });

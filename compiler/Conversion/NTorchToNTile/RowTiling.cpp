@@ -122,6 +122,44 @@ void RowTiling::emit(TileEmitter &e, Location loc, int64_t maxFree,
   rowsFrom(0, [&] { columnLoop([&] { fn(block, col0, width); }); });
 }
 
+void RowTiling::emitGroups(TileEmitter &e, Location loc, int64_t group,
+                           function_ref<void(ArrayRef<RowBlock>)> fn) const {
+  RowBlock block;
+  block.first.assign(dims.size(), Offset(0));
+  block.count.assign(dims.begin(), dims.end());
+  std::function<void(size_t)> rowsFrom = [&](size_t d) {
+    if (d < tiledDim) {
+      e.loop(loc, dims[d], [&](const Offset &iv) {
+        block.first[d] = iv;
+        block.count[d] = 1;
+        rowsFrom(d + 1);
+      });
+      return;
+    }
+    auto blockAt = [&](const Offset &index, int64_t size) {
+      RowBlock b = block;
+      b.first[d] = index * perBlock;
+      b.count[d] = size;
+      return b;
+    };
+    int64_t full = dims[d] / perBlock, groups = group > 1 ? full / group : 0;
+    if (groups > 0)
+      e.loop(loc, groups, [&](const Offset &iv) {
+        SmallVector<RowBlock, 2> blocks;
+        for (int64_t j = 0; j < group; ++j)
+          blocks.push_back(blockAt(iv * group + Offset(j), perBlock));
+        fn(blocks);
+      });
+    int64_t done = groups * group;
+    if (full > done)
+      e.loop(loc, full - done,
+             [&](const Offset &iv) { fn({blockAt(iv + Offset(done), perBlock)}); });
+    if (dims[d] % perBlock)
+      fn({blockAt(Offset(full), dims[d] % perBlock)});
+  };
+  rowsFrom(0);
+}
+
 /// Element offsets of the rows of `block` relative to its first row, in row-major order.
 static SmallVector<int64_t> relativeRows(ArrayRef<int64_t> strides, const RowBlock &block) {
   SmallVector<int64_t> offsets = {0};

@@ -35,6 +35,13 @@ public:
             llvm::function_ref<void(const RowBlock &, const Offset &col0, int64_t cols)> fn)
       const;
 
+  /// Emits the loop nest over whole rows (one column tile of all `columns()`), `group`
+  /// full row blocks per iteration of the tiled dimension's loop: fn(blocks) emits them
+  /// together (interleaved, so that in-order engine queues overlap the blocks' dependence
+  /// chains). The blocks left over run one per iteration, a partial block last.
+  void emitGroups(TileEmitter &e, mlir::Location loc, int64_t group,
+                  llvm::function_ref<void(llvm::ArrayRef<RowBlock>)> fn) const;
+
   /// Strides of operand `i` over the merged row dimensions, then the column stride.
   llvm::ArrayRef<int64_t> strides(size_t i) const { return merged[i]; }
   /// Merged row dimensions.

@@ -100,14 +100,29 @@ def NIsa_MatmulOp : NIsa_Instruction<"matmul",
 
 def NIsa_ActivationOp : NIsa_Instruction<"activation",
     (ins Neuron_ActFunc:$fn, NIsa_AccessPatternAttr:$src,
-         DefaultValuedAttr<F64Attr, "1.0">:$scale, DefaultValuedAttr<F64Attr, "0.0">:$bias),
+         DefaultValuedAttr<F64Attr, "1.0">:$scale, DefaultValuedAttr<F64Attr, "0.0">:$bias,
+         OptionalAttr<NIsa_AccessPatternAttr>:$scale_tile,
+         OptionalAttr<NIsa_AccessPatternAttr>:$bias_tile,
+         OptionalAttr<NIsa_AccessPatternAttr>:$accum),
     "$src", "$fn"> {
   let summary = "Scalar engine: dst = fn(src * scale + bias)";
+  let description = [{
+    With `scale_tile` / `bias_tile` (one value per partition, read with free stride 0) the
+    scale is `scale` times that value, the bias `bias` times the bias tile's value.
+    `accum` ([P, 1] fp32) is written too: the sum of each row's activated values (see
+    getAccumPattern; the semaphore pass orders it as a write).
+  }];
   let extraClassDeclaration = [{
     static ::neuron::runtime::Opcode getOpcode() { return ::neuron::runtime::Opcode::Activation; }
     llvm::SmallVector<AccessPatternAttr> getReadPatterns() {
-      return {getSrc()};
+      llvm::SmallVector<AccessPatternAttr> reads = {getSrc()};
+      if (getScaleTileAttr())
+        reads.push_back(getScaleTileAttr());
+      if (getBiasTileAttr())
+        reads.push_back(getBiasTileAttr());
+      return reads;
     }
+    AccessPatternAttr getAccumPattern() { return getAccumAttr(); }
   }];
 }
 

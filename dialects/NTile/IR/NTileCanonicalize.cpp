@@ -12,7 +12,9 @@
 // at least as accurate as the two steps.
 #include "dialects/NTile/IR/NTileOps.h"
 
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <optional>
 
@@ -31,6 +33,11 @@ struct Affine {
 };
 
 bool isFloatTile(Value v) { return isa<FloatType>(cast<MemRefType>(v.getType()).getElementType()); }
+
+/// Per-partition scale or bias tiles: the immediates alone are not the map.
+bool hasTiles(ActivationOp op) {
+  return op.getScaleTile() || op.getBiasTile() || op.getAccum();
+}
 
 /// The affine map of a tensor_scalar, if it is one (mul, add, sub, reversed or not).
 std::optional<Affine> affineOf(TensorScalarOp op) {
@@ -66,7 +73,7 @@ std::optional<FirstStep> firstStepOf(Operation *op, Value source, Value target) 
     return FirstStep{prev, ts.getSource(), *map};
   }
   if (auto act = dyn_cast_or_null<ActivationOp>(prev)) {
-    if (act.getFn() != ActFunc::identity || act.getTarget() != source ||
+    if (act.getFn() != ActFunc::identity || act.getTarget() != source || hasTiles(act) ||
         !isFloatTile(act.getSource()))
       return std::nullopt;
     return FirstStep{prev, act.getSource(),
@@ -86,7 +93,8 @@ struct FoldAffineScalars : OpRewritePattern<TensorScalarOp> {
     Affine map = first->map.then(*second);
     r.replaceOpWithNewOp<ActivationOp>(op, ActFuncAttr::get(r.getContext(), ActFunc::identity),
                                        first->source, op.getTarget(),
-                                       r.getF64FloatAttr(map.scale), r.getF64FloatAttr(map.bias));
+                                       r.getF64FloatAttr(map.scale), r.getF64FloatAttr(map.bias),
+                                       Value(), Value(), Value());
     r.eraseOp(first->op);
     return success();
   }
@@ -97,25 +105,116 @@ struct FoldAffineIntoActivation : OpRewritePattern<ActivationOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ActivationOp op, PatternRewriter &r) const override {
     std::optional<FirstStep> first = firstStepOf(op, op.getSource(), op.getTarget());
-    if (!first)
+    if (!first || hasTiles(op))
       return failure();
     Affine map = first->map.then(
         Affine{op.getScale().convertToDouble(), op.getBias().convertToDouble()});
     r.replaceOpWithNewOp<ActivationOp>(op, op.getFnAttr(), first->source, op.getTarget(),
-                                       r.getF64FloatAttr(map.scale), r.getF64FloatAttr(map.bias));
+                                       r.getF64FloatAttr(map.scale), r.getF64FloatAttr(map.bias),
+                                       Value(), Value(), Value());
     r.eraseOp(first->op);
     return success();
   }
 };
 
+/// An activation after a float tensor_tensor that adds or subtracts a per-partition [P, 1]
+/// tile, in place: the tile becomes the activation's bias tile, fn(x * 1 + (+-1) * b),
+/// which is exactly fn(x +- b) (`exp(x - max)` of a softmax is one Scalar pass).
+struct FoldRowBiasIntoActivation : OpRewritePattern<ActivationOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ActivationOp op, PatternRewriter &r) const override {
+    auto tt = dyn_cast_or_null<TensorTensorOp>(op->getPrevNode());
+    if (!tt || hasTiles(op) || op.getSource() != op.getTarget() ||
+        tt.getTarget() != op.getSource() || !isFloatTile(tt.getTarget()) ||
+        op.getScale().convertToDouble() != 1.0 || op.getBias().convertToDouble() != 0.0 ||
+        (tt.getOp() != AluOp::add && tt.getOp() != AluOp::sub))
+      return failure();
+    auto isRow = [](Value v) { return cast<MemRefType>(v.getType()).getDimSize(1) == 1; };
+    Value full = tt.getLhs(), row = tt.getRhs();
+    if (isRow(full) == isRow(row) || isRow(tt.getTarget()))
+      return failure();
+    double sign = 1.0, scale = 1.0;
+    if (isRow(full)) { // row - full = full * -1 + row
+      std::swap(full, row);
+      if (tt.getOp() == AluOp::sub)
+        scale = -1.0;
+    } else if (tt.getOp() == AluOp::sub) {
+      sign = -1.0;
+    }
+    if (!isFloatTile(full) || !isFloatTile(row))
+      return failure();
+    r.replaceOpWithNewOp<ActivationOp>(op, op.getFnAttr(), full, op.getTarget(),
+                                       r.getF64FloatAttr(scale), r.getF64FloatAttr(sign),
+                                       Value(), row, Value());
+    r.eraseOp(tt);
+    return success();
+  }
+};
+
+/// Whether `op` writes `v`, or reads or writes `w` (its declared memory effects).
+bool touches(Operation *op, Value v, Value w) {
+  auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+  if (!effects)
+    return true;
+  SmallVector<MemoryEffects::EffectInstance> list;
+  effects.getEffects(list);
+  for (const auto &e : list) {
+    if (e.getValue() == w)
+      return true;
+    if (e.getValue() == v && isa<MemoryEffects::Write>(e.getEffect()))
+      return true;
+  }
+  return false;
+}
+
+/// A sum reduce of an activation's fp32 result becomes the activation's row sums (the
+/// Scalar engine accumulates along the free dims at the cost of MIN_II): a reduce whose
+/// source an earlier float activation in the block wrote, with no write of the source or
+/// use of the sum tile in between.
+struct FoldSumIntoActivation : OpRewritePattern<ReduceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReduceOp op, PatternRewriter &r) const override {
+    Value tile = op.getSource(), sums = op.getTarget();
+    auto sumsType = cast<MemRefType>(sums.getType());
+    if (op.getOp() != AluOp::add || !sumsType.getElementType().isF32() ||
+        !cast<MemRefType>(tile.getType()).getElementType().isF32())
+      return failure();
+    Operation *sumsDef = sums.getDefiningOp();
+    for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
+      if (prev == sumsDef)
+        continue;
+      if (isa<LoopOp>(prev))
+        return failure();
+      auto act = dyn_cast<ActivationOp>(prev);
+      if (act && act.getTarget() == tile) {
+        if (act.getAccum())
+          return failure();
+        // The sum tile must exist before the activation.
+        if (sumsDef && sumsDef->getBlock() == act->getBlock() && act->isBeforeInBlock(sumsDef))
+          r.moveOpBefore(sumsDef, act);
+        r.modifyOpInPlace(act, [&] { act.getAccumMutable().assign(sums); });
+        r.eraseOp(op);
+        return success();
+      }
+      if (!isa<memref::AllocOp>(prev) && touches(prev, tile, sums))
+        return failure();
+    }
+    return failure();
+  }
+};
+
 } // namespace
+
+void ReduceOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *ctx) {
+  results.add<FoldSumIntoActivation>(ctx);
+}
 
 void TensorScalarOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *ctx) {
   results.add<FoldAffineScalars>(ctx);
 }
 
 void ActivationOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *ctx) {
-  results.add<FoldAffineIntoActivation>(ctx);
+  results.add<FoldAffineIntoActivation, FoldRowBiasIntoActivation>(ctx);
 }
 
 } // namespace neuron::ntile

@@ -145,9 +145,32 @@ LogicalResult MatmulOp::verify() {
 
 LogicalResult ActivationOp::verify() {
   if (failed(verifyTile(*this, getSource(), "source")) ||
-      failed(verifyTile(*this, getTarget(), "target")))
+      failed(verifyTile(*this, getTarget(), "target")) ||
+      failed(verifySameShape(*this, {getSource(), getTarget()})))
     return failure();
-  return verifySameShape(*this, {getSource(), getTarget()});
+  ArrayRef<int64_t> t = bufferType(getTarget()).getShape();
+  for (auto [v, name] : {std::pair{getScaleTile(), "scale tile"}, {getBiasTile(), "bias tile"}}) {
+    if (!v)
+      continue;
+    if (failed(verifyTile(*this, v, name)))
+      return failure();
+    ArrayRef<int64_t> s = bufferType(v).getShape();
+    if (s[0] != t[0] || s[1] != 1)
+      return emitOpError() << name << " [" << s[0] << ", " << s[1] << "] is not one value per "
+                           << "partition of the target [" << t[0] << ", 1]";
+    if (!isa<FloatType>(bufferType(v).getElementType()) ||
+        !isa<FloatType>(bufferType(getSource()).getElementType()))
+      return emitOpError() << "with a " << name << " computes on float tiles only";
+  }
+  if (Value sums = getAccum()) {
+    if (failed(verifyTile(*this, sums, "sum tile")))
+      return failure();
+    MemRefType s = bufferType(sums);
+    if (s.getDimSize(0) != t[0] || s.getDimSize(1) != 1 || !s.getElementType().isF32() ||
+        !isa<FloatType>(bufferType(getTarget()).getElementType()))
+      return emitOpError("sum tile must be [") << t[0] << ", 1] f32 of a float activation";
+  }
+  return success();
 }
 
 LogicalResult TensorTensorOp::verify() {

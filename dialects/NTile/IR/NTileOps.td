@@ -122,19 +122,40 @@ class NTile_ElementwiseOp<string mnemonic> : NTile_Op<mnemonic> {
   let hasVerifier = 1;
 }
 
-def NTile_ActivationOp : NTile_ElementwiseOp<"activation"> {
+def NTile_ActivationOp : NTile_Op<"activation", [AttrSizedOperandSegments]> {
   let summary = "Scalar engine: target = fn(source * scale + bias)";
   let description = [{
+    `scale` and `bias` are immediates; with a `scale_tile` / `bias_tile` ([P, 1] tiles,
+    one value per partition) the scale is `scale` times the tile's value of the row, the
+    bias `bias` times the bias tile's value. With `accum` ([P, 1] fp32) the engine also
+    writes the sum of each row's activated values there (the Scalar engine's accumulate
+    along the free dims).
     ```mlir
     ntile.activation relu %a to %b : memref<3x300xf32, #ntile.mem<sbuf>>, memref<3x300xf32, #ntile.mem<sbuf>>
+    ntile.activation exp %a bias %m : memref<3x1xf32, #ntile.mem<sbuf>> to %b {bias = -1.0 : f64}
+        : memref<3x300xf32, #ntile.mem<sbuf>>, memref<3x300xf32, #ntile.mem<sbuf>>
     ```
   }];
   let arguments = (ins Neuron_ActFunc:$fn, Arg<NTile_Buffer, "", [MemRead]>:$source,
                        Arg<NTile_Buffer, "", [MemWrite]>:$target,
                        DefaultValuedAttr<F64Attr, "1.0">:$scale,
-                       DefaultValuedAttr<F64Attr, "0.0">:$bias);
-  let assemblyFormat = "$fn $source `to` $target attr-dict `:` type($source) `,` type($target)";
+                       DefaultValuedAttr<F64Attr, "0.0">:$bias,
+                       Arg<Optional<NTile_Buffer>, "", [MemRead]>:$scale_tile,
+                       Arg<Optional<NTile_Buffer>, "", [MemRead]>:$bias_tile,
+                       Arg<Optional<NTile_Buffer>, "", [MemWrite]>:$accum);
+  let assemblyFormat = [{
+    $fn $source (`scale` $scale_tile^ `:` type($scale_tile))? (`bias` $bias_tile^ `:` type($bias_tile))?
+    `to` $target (`sum` $accum^ `:` type($accum))? attr-dict `:` type($source) `,` type($target)
+  }];
   let hasCanonicalizer = 1;
+  let hasVerifier = 1;
+  let builders = [
+    OpBuilder<(ins "::neuron::ActFunc":$fn, "::mlir::Value":$source, "::mlir::Value":$target,
+                   "::llvm::APFloat":$scale, "::llvm::APFloat":$bias), [{
+      build($_builder, $_state, fn, source, target, scale, bias, ::mlir::Value(),
+            ::mlir::Value(), ::mlir::Value());
+    }]>
+  ];
 }
 
 def NTile_TensorTensorOp : NTile_ElementwiseOp<"tensor_tensor"> {
@@ -188,6 +209,7 @@ def NTile_ReduceOp : NTile_ElementwiseOp<"reduce"> {
   let arguments = (ins Neuron_AluOp:$op, Arg<NTile_Buffer, "", [MemRead]>:$source,
                        Arg<NTile_Buffer, "", [MemWrite]>:$target);
   let assemblyFormat = "$op $source `to` $target attr-dict `:` type($source) `,` type($target)";
+  let hasCanonicalizer = 1;
 }
 
 def NTile_SelectOp : NTile_ElementwiseOp<"select"> {

@@ -428,7 +428,11 @@ void Executor::elementwise(const Instruction &inst, const InstrShape &shape) {
 
 void Executor::elementwiseF32(const Instruction &inst) {
   const View dv = mem_.view(inst.dst);
-  const size_t nsrc = inst.srcs.size();
+  // An activation's row sums (`accumulate`) are its last source, written.
+  const bool rowSums = inst.opcode == Opcode::Activation && inst.accumulate;
+  const size_t nsrc = inst.srcs.size() - (rowSums ? 1 : 0);
+  const int64_t rowLength = std::max<int64_t>(1, inst.dst.numElements() / inst.dst.dims[0][1]);
+  std::vector<float> sums(rowSums ? size_t(inst.dst.dims[0][1]) : 0, 0.0f);
   Cursor d(dv);
   Cursor s0(nsrc > 0 ? mem_.view(inst.srcs[0]) : dv);
   Cursor s1(nsrc > 1 ? mem_.view(inst.srcs[1]) : dv);
@@ -520,7 +524,39 @@ void Executor::elementwiseF32(const Instruction &inst) {
       o = reinterpret_cast<float *>(d.ptr());
     switch (inst.opcode) {
     case Opcode::Activation:
-      kernels::activation(inst.func, a, o, n, imm0, imm1);
+      if (inst.scaleTile || inst.biasTile) {
+        // Per-partition scale and bias: x * scale + bias in fp32, then the function. With
+        // no bias at all the product is the value (a product of -0 stays -0).
+        const float *sc = inst.scaleTile ? b : nullptr;
+        const float *bi = inst.biasTile ? (inst.scaleTile ? c : b) : nullptr;
+        float *t = inst.func == ActFunc::Identity ? o : scratch<float>(4, size_t(n));
+        if (sc && bi)
+          for (int64_t i = 0; i < n; ++i)
+            t[i] = a[i] * (sc[i] * imm0) + bi[i] * imm1;
+        else if (sc && imm1 == 0.0f)
+          for (int64_t i = 0; i < n; ++i)
+            t[i] = a[i] * (sc[i] * imm0);
+        else if (sc)
+          for (int64_t i = 0; i < n; ++i)
+            t[i] = a[i] * (sc[i] * imm0) + imm1;
+        else
+          for (int64_t i = 0; i < n; ++i)
+            t[i] = a[i] * imm0 + bi[i] * imm1;
+        if (t != o)
+          kernels::activation(inst.func, t, o, n, 1.0f, 0.0f);
+      } else {
+        kernels::activation(inst.func, a, o, n, imm0, imm1);
+      }
+      // Row sums of the activated fp32 values, in order along each row.
+      for (int64_t i = 0; rowSums && i < n;) {
+        const int64_t row = (off + i) / rowLength;
+        const int64_t end = std::min(n, (row + 1) * rowLength - off);
+        float sum = 0.0f;
+        for (int64_t j = i; j < end; ++j)
+          sum += o[j];
+        sums[size_t(row)] += sum;
+        i = end;
+      }
       break;
     case Opcode::TensorTensor:
       if (scalarSide == 1)
@@ -548,6 +584,10 @@ void Executor::elementwiseF32(const Instruction &inst) {
     else
       d.advance(n);
     off += n;
+  }
+  if (rowSums) {
+    Cursor r(mem_.view(inst.srcs.back()));
+    scatter(r, sums.data(), int64_t(sums.size()));
   }
 }
 

@@ -47,7 +47,7 @@ private:
   template <class T> T *scratch(int slot, size_t n);
 
   Memory &mem_;
-  std::vector<float> fbuf_[4];   // slots: srcs[0], srcs[1], result, srcs[2]
+  std::vector<float> fbuf_[5];   // slots: srcs[0], srcs[1], result, srcs[2], activation x*s+b
   std::vector<double> dbuf_[4];
   std::vector<int64_t> ibuf_[4];
   std::vector<float> mmA_, mmB_, mmC_, mmRow_;

@@ -103,6 +103,9 @@ double computeCycles(const Target &t, const Instruction &inst,
                         inst.srcs[0].dtype == DType::F32 ||
                             inst.srcs[1].dtype == DType::F32);
   case Opcode::Activation:
+    // HARDWARE.md: activation_reduce costs an activation + MIN_II.
+    c = inst.accumulate ? n + t.minII : n;
+    break;
   case Opcode::TensorScalar:
   case Opcode::TensorCopy:
     c = n;

@@ -4,8 +4,9 @@
 // column panel moves fewer bytes when it stays resident in SBUF, so columns are the
 // outer loop: both K tiles of a column block load side by side into one SBUF panel
 // and the matmuls read views of it. The stationary tiles are lhs^T, read transposed
-// by the DMA pattern; K tiles accumulate in one PSUM tile. One tile of each
-// dimension plus a remainder: no loop is left.
+// by the DMA pattern; those of a row block load side by side into a panel too. K tiles
+// accumulate in one PSUM tile. One tile of each dimension plus a remainder: no loop is
+// left.
 // CHECK-LABEL: func @ntorch.matmul$tiled
 // CHECK-SAME: %[[A:.*]]: memref<130x200xbf16, #ntile.mem<hbm>> {ntile.input = 0 : i32}
 // CHECK-SAME: %[[B:.*]]: memref<200x600xbf16, #ntile.mem<hbm>> {ntile.input = 1 : i32}
@@ -14,11 +15,14 @@
 // CHECK: %[[PANEL:.*]] = memref.alloc() : memref<128x1024xbf16, #ntile.mem<sbuf>>
 // CHECK: ntile.dma %[[B]] <0, {{\[\[}}600, 128], [1, 512]]> to %[[PANEL]] <0, {{\[\[}}1024, 128], [1, 512]]>
 // CHECK: ntile.dma %[[B]] <76800, {{\[\[}}600, 72], [1, 512]]> to %[[PANEL]] <512, {{\[\[}}1024, 72], [1, 512]]>
+// CHECK: %[[ROWS:.*]] = memref.alloc() : memref<128x256xbf16, #ntile.mem<sbuf>>
+// CHECK: ntile.dma %[[A]] <0, {{\[\[}}1, 128], [200, 128]]> to %[[ROWS]] <0, {{\[\[}}256, 128], [1, 128]]>
+// CHECK: ntile.dma %[[A]] <128, {{\[\[}}1, 72], [200, 128]]> to %[[ROWS]] <128, {{\[\[}}256, 72], [1, 128]]>
 // CHECK: %[[P:.*]] = memref.alloc() : memref<128x512xf32, #ntile.mem<psum>>
-// CHECK: ntile.dma %[[A]] <0, {{\[\[}}1, 128], [200, 128]]> to %[[S0:.*]] <0, {{\[\[}}128, 128], [1, 128]]>
+// CHECK: %[[S0:.*]] = ntile.view %[[ROWS]] <0, {{\[\[}}256, 128], [1, 128]]>
 // CHECK: %[[M0:.*]] = ntile.view %[[PANEL]] <0, {{\[\[}}1024, 128], [1, 512]]> : {{.*}} to memref<128x512xbf16, #ntile.mem<sbuf>>
 // CHECK: ntile.matmul %[[S0]], %[[M0]] to %[[P]] :
-// CHECK: ntile.dma %[[A]] <128, {{\[\[}}1, 72], [200, 128]]> to %[[S1:.*]] <0
+// CHECK: %[[S1:.*]] = ntile.view %[[ROWS]] <128, {{\[\[}}256, 72], [1, 128]]>
 // CHECK: %[[M1:.*]] = ntile.view %[[PANEL]] <512, {{\[\[}}1024, 72], [1, 512]]> : {{.*}} to memref<72x512xbf16, #ntile.mem<sbuf>>
 // CHECK: ntile.matmul %[[S1]], %[[M1]] to %[[P]] {accumulate}
 // CHECK: ntile.copy %[[P]] to %[[R:.*]] : memref<128x512xf32, #ntile.mem<psum>>, memref<128x512xbf16, #ntile.mem<sbuf>>
@@ -47,20 +51,20 @@ func.func @ntorch.matmul$transpose_rhs(%x: tensor<3x64xf32>, %w: tensor<10x64xf3
 // Whole tiles become loops: batches (iv0), 512-column blocks (iv1) whose three K tiles
 // stay resident in one rhs panel, 128-row blocks (iv2), and the K tiles after the
 // first (iv3) that accumulate. Offsets are affine in the induction variables; one op
-// per instruction of a loop body, not one per tile.
+// per instruction of a loop body, not one per tile. A panel of whole K tiles loads as
+// one DMA (K tiles 128 rows apart in HBM, side by side in SBUF).
 // CHECK-LABEL: func @ntorch.matmul$loops
 // CHECK: ntile.loop iv0 to 2 {
 // CHECK-NEXT: ntile.loop iv1 to 2 {
 // CHECK-NEXT: %[[PANEL:.*]] = memref.alloc() : memref<128x1536xbf16, #ntile.mem<sbuf>>
-// CHECK-NEXT: ntile.loop iv2 to 3 {
-// CHECK-NEXT: ntile.dma %arg1 <0 + 393216*iv0 + 512*iv1 + 131072*iv2, {{\[\[}}1024, 128], [1, 512]]> to %[[PANEL]] <0 + 512*iv2, {{\[\[}}1536, 128], [1, 512]]>
-// CHECK-NEXT: }
+// CHECK-NEXT: ntile.dma %arg1 <0 + 393216*iv0 + 512*iv1, {{\[\[}}1024, 128], [131072, 3], [1, 512]]> to %[[PANEL]] <0, {{\[\[}}1536, 128], [512, 3], [1, 512]]>
 // CHECK-NEXT: ntile.loop iv2 to 4 {
-// CHECK: ntile.dma %arg0 <0 + 196608*iv0 + 49152*iv2, {{\[\[}}1, 128], [384, 128]]>
+// CHECK-NEXT: %[[ROWS:.*]] = memref.alloc() : memref<128x384xbf16, #ntile.mem<sbuf>>
+// CHECK-NEXT: ntile.dma %arg0 <0 + 196608*iv0 + 49152*iv2, {{\[\[}}1, 128], [128, 3], [384, 128]]> to %[[ROWS]] <0, {{\[\[}}384, 128], [128, 3], [1, 128]]>
 // CHECK: ntile.view %[[PANEL]] <0, {{\[\[}}1536, 128], [1, 512]]>
 // CHECK: ntile.matmul %{{.*}}, %{{.*}} to %{{.*}} :
 // CHECK-NEXT: ntile.loop iv3 to 2 {
-// CHECK: ntile.dma %arg0 <128 + 196608*iv0 + 49152*iv2 + 128*iv3, {{\[\[}}1, 128], [384, 128]]>
+// CHECK: ntile.view %[[ROWS]] <128 + 128*iv3, {{\[\[}}384, 128], [1, 128]]>
 // CHECK: ntile.view %[[PANEL]] <512 + 512*iv3, {{\[\[}}1536, 128], [1, 512]]>
 // CHECK: ntile.matmul {{.*}} {accumulate}
 // CHECK-NEXT: }

@@ -61,3 +61,42 @@ func.func @kept(%x: memref<128x64xf32, #ntile.mem<sbuf>>, %i: memref<128x64xi32,
   ntile.tensor_scalar add %c, 1.0 to %c : memref<128x64xf32, #ntile.mem<sbuf>>, memref<128x64xf32, #ntile.mem<sbuf>>
   return
 }
+
+// -----
+
+// Softmax's x - max, exp, and row sum: the subtraction of the per-partition max becomes
+// the activation's bias tile (times -1), and the sum reduce of the activation's fp32
+// result becomes its row sums (accum); the sum tile moves before the activation.
+// CHECK-LABEL: func @softmax_row_ops
+// CHECK-NEXT: %[[E:.*]] = memref.alloc() : memref<128x64xf32
+// CHECK-NEXT: %[[S:.*]] = memref.alloc() : memref<128x1xf32
+// CHECK-NEXT: ntile.activation exp %arg0 bias %arg1 : memref<128x1xf32, #ntile.mem<sbuf>> to %[[E]] sum %[[S]] : memref<128x1xf32, #ntile.mem<sbuf>> {bias = -1.000000e+00 : f64}
+// CHECK-NEXT: return %[[E]], %[[S]]
+func.func @softmax_row_ops(%x: memref<128x64xbf16, #ntile.mem<sbuf>>, %m: memref<128x1xf32, #ntile.mem<sbuf>>) -> (memref<128x64xf32, #ntile.mem<sbuf>>, memref<128x1xf32, #ntile.mem<sbuf>>) {
+  %e = memref.alloc() : memref<128x64xf32, #ntile.mem<sbuf>>
+  ntile.tensor_tensor sub %x, %m to %e : memref<128x64xbf16, #ntile.mem<sbuf>>, memref<128x1xf32, #ntile.mem<sbuf>>, memref<128x64xf32, #ntile.mem<sbuf>>
+  ntile.activation exp %e to %e : memref<128x64xf32, #ntile.mem<sbuf>>, memref<128x64xf32, #ntile.mem<sbuf>>
+  %s = memref.alloc() : memref<128x1xf32, #ntile.mem<sbuf>>
+  ntile.reduce add %e to %s : memref<128x64xf32, #ntile.mem<sbuf>>, memref<128x1xf32, #ntile.mem<sbuf>>
+  return %e, %s : memref<128x64xf32, #ntile.mem<sbuf>>, memref<128x1xf32, #ntile.mem<sbuf>>
+}
+
+// -----
+
+// No fold: a max reduce is not the Scalar engine's accumulate (add only), and a write of
+// the activation's result between the two keeps the sum reduce where it is.
+// CHECK-LABEL: func @no_row_sum_fold
+// CHECK: ntile.activation exp %arg0 to %{{.*}} :
+// CHECK: ntile.reduce max
+// CHECK: ntile.tensor_scalar mul
+// CHECK: ntile.reduce add
+func.func @no_row_sum_fold(%x: memref<128x64xf32, #ntile.mem<sbuf>>) -> (memref<128x1xf32, #ntile.mem<sbuf>>, memref<128x1xf32, #ntile.mem<sbuf>>) {
+  %e = memref.alloc() : memref<128x64xf32, #ntile.mem<sbuf>>
+  ntile.activation exp %x to %e : memref<128x64xf32, #ntile.mem<sbuf>>, memref<128x64xf32, #ntile.mem<sbuf>>
+  %m = memref.alloc() : memref<128x1xf32, #ntile.mem<sbuf>>
+  ntile.reduce max %e to %m : memref<128x64xf32, #ntile.mem<sbuf>>, memref<128x1xf32, #ntile.mem<sbuf>>
+  ntile.tensor_scalar mul %e, 2.0 to %e : memref<128x64xf32, #ntile.mem<sbuf>>, memref<128x64xf32, #ntile.mem<sbuf>>
+  %s = memref.alloc() : memref<128x1xf32, #ntile.mem<sbuf>>
+  ntile.reduce add %e to %s : memref<128x64xf32, #ntile.mem<sbuf>>, memref<128x1xf32, #ntile.mem<sbuf>>
+  return %m, %s : memref<128x1xf32, #ntile.mem<sbuf>>, memref<128x1xf32, #ntile.mem<sbuf>>
+}

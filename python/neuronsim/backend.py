@@ -16,6 +16,7 @@ from .decompositions import NEURON_DECOMPOSITIONS
 from .graph_export import target_name
 from .options import resolve_options
 from .partition import check_supported, compile_with_fallback, needs_split, supported_ops
+from .runtime_asserts import CheckedAsserts, hoist_runtime_asserts, keep_message_free_asserts
 from .specialize import ShapeSpecializer, dynamic_shapes_requested, has_symbolic_shapes
 from .static_shapes import check_static_graph, check_static_inputs
 
@@ -68,13 +69,17 @@ def neuron_backend(
         )
     check_static_inputs(example_inputs)
     check_static_graph(gm)
+    keep_message_free_asserts(gm)
 
     def compile_graph(graph: torch.fx.GraphModule, inputs: Sequence[Any], kind: str) -> Any:
+        asserts = hoist_runtime_asserts(graph)  # checked on the host after each run
         if resolved.fallback != "cpu":
             check_supported(graph)  # every unsupported op with its source line, before export
         if resolved.fallback == "cpu" or needs_split(graph):
-            return compile_with_fallback(graph, inputs, resolved, kind=kind)
-        return compile_fx_graph(graph, inputs, resolved, kind=kind)
+            compiled = compile_with_fallback(graph, inputs, resolved, kind=kind)
+        else:
+            compiled = compile_fx_graph(graph, inputs, resolved, kind=kind)
+        return CheckedAsserts(compiled, asserts) if asserts else compiled
 
     def forward_compiler(fw_gm: torch.fx.GraphModule, inputs: Sequence[Any]) -> Any:
         return compile_graph(fw_gm, inputs, "forward")

@@ -187,7 +187,7 @@ private:
     std::array<double, 3> cost = {-1, -1, -1};
     rt::Opcode opcode = cast<nisa::InstructionOpInterface>(op).getOpcode();
     bool elementwise = isa<nisa::TensorTensorOp, nisa::TensorScalarOp, nisa::TensorCopyOp>(op);
-    if (!elementwise)
+    if (!elementwise || op->hasAttr("nisa.engine_chosen")) // a kernel author's choice stays
       return cost;
     cost[0] = estimate(op, rt::Engine::Vector, opcode);
     if (!touchesPsum(op))

@@ -209,3 +209,17 @@ def test_engine_that_does_not_run_the_instruction():
     message = _raises(on_scalar, torch.randn(128, 8), error=kernels.KernelError,
                       match="tensor_tensor runs on the vector or gpsimd engine, not 'scalar'")
     assert message.startswith(line_of("MARK_ENGINE"))
+
+
+def test_gpsimd_reading_psum():
+    @kernels.jit
+    def psum_on_gpsimd(a, b):
+        out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+        s = nisa.nc_matmul(nl.load(a), nl.load(b))  # PSUM
+        t = nisa.tensor_scalar(s, nl.multiply, 2.0, engine=nisa.engine.gpsimd)  # MARK_GPSIMD
+        nl.store(out, value=t)
+        return out
+
+    message = _raises(psum_on_gpsimd, torch.randn(128, 128), torch.randn(128, 128),
+                      error=kernels.KernelError, match="GpSimd cannot access PSUM")
+    assert message.startswith(line_of("MARK_GPSIMD") + " in kernel 'psum_on_gpsimd'")

@@ -206,6 +206,12 @@ struct ToNIsa : OpConversionPattern<Op> {
                                       << "' (ntile.engine: vector, gpsimd or scalar)";
     return nullptr;
   }
+  /// Marks `to` as keeping the engine its kernel author chose on `from` (ntile.engine), so
+  /// that neuron-balance-engines does not move it.
+  static void keepChosenEngine(Operation *from, Operation *to) {
+    if (from->hasAttr("ntile.engine"))
+      to->setAttr("nisa.engine_chosen", UnitAttr::get(to->getContext()));
+  }
   UnitAttr unit(ConversionPatternRewriter &r, bool set) const {
     return set ? r.getUnitAttr() : nullptr;
   }
@@ -334,10 +340,12 @@ struct TensorTensorToNIsa : ToNIsa<ntile::TensorTensorOp> {
     IntegerAttr q = aluQueue(r, op);
     if (!q)
       return failure();
-    r.replaceOpWithNewOp<nisa::TensorTensorOp>(
-        op, q, memory.wholeTile(op.getTarget()), op.getOpAttr(),
-        memory.operandTile(op.getLhs(), op.getTarget()),
-        memory.operandTile(op.getRhs(), op.getTarget()), nullptr, nullptr);
+    Operation *source = op;
+    keepChosenEngine(source, r.replaceOpWithNewOp<nisa::TensorTensorOp>(
+                                 op, q, memory.wholeTile(op.getTarget()), op.getOpAttr(),
+                                 memory.operandTile(op.getLhs(), op.getTarget()),
+                                 memory.operandTile(op.getRhs(), op.getTarget()), nullptr,
+                                 nullptr));
     return success();
   }
 };
@@ -349,10 +357,11 @@ struct TensorScalarToNIsa : ToNIsa<ntile::TensorScalarOp> {
     IntegerAttr q = aluQueue(r, op);
     if (!q)
       return failure();
-    r.replaceOpWithNewOp<nisa::TensorScalarOp>(
-        op, q, memory.wholeTile(op.getTarget()), op.getOpAttr(),
-        memory.wholeTile(op.getSource()), op.getScalarAttr(), unit(r, op.getReverse()), nullptr,
-        nullptr);
+    Operation *source = op;
+    keepChosenEngine(source, r.replaceOpWithNewOp<nisa::TensorScalarOp>(
+                                 op, q, memory.wholeTile(op.getTarget()), op.getOpAttr(),
+                                 memory.wholeTile(op.getSource()), op.getScalarAttr(),
+                                 unit(r, op.getReverse()), nullptr, nullptr));
     return success();
   }
 };
@@ -364,9 +373,10 @@ struct CopyToNIsa : ToNIsa<ntile::CopyOp> {
     IntegerAttr q = aluQueue(r, op);
     if (!q)
       return failure();
-    r.replaceOpWithNewOp<nisa::TensorCopyOp>(op, q,
-                                             memory.wholeTile(op.getTarget()),
-                                             memory.wholeTile(op.getSource()), nullptr, nullptr);
+    Operation *source = op;
+    keepChosenEngine(source, r.replaceOpWithNewOp<nisa::TensorCopyOp>(
+                                 op, q, memory.wholeTile(op.getTarget()),
+                                 memory.wholeTile(op.getSource()), nullptr, nullptr));
     return success();
   }
 };

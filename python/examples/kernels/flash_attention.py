@@ -66,7 +66,9 @@ def flash_attention_kernel(q_t, k_t, v, group: int = 4):
                                            -math.inf)
                 m_new = nl.maximum(self.m, nl.max(s, axis=1))
                 yield
-                shifted = nisa.tensor_tensor(s, m_new, op=nl.subtract, engine=gpsimd)
+                # (on the Vector engine: the scores may still be in PSUM, which GpSimd
+                # cannot access)
+                shifted = nisa.tensor_tensor(s, m_new, op=nl.subtract)
                 yield
                 p = nisa.activation(op=nl.exp, data=shifted, scale=scale, dtype=v.dtype)
                 alpha = nisa.activation(op=nl.exp, data=nl.subtract(self.m, m_new),
@@ -90,9 +92,9 @@ def flash_attention_kernel(q_t, k_t, v, group: int = 4):
                 self.l_sum[...] = nl.add(nl.multiply(self.l_sum, alpha), row_sum)
                 self.m[...] = nisa.tensor_copy(m_new, engine=gpsimd)
                 yield
-                self.acc[...] = nisa.tensor_tensor(
+                self.acc[...] = nisa.tensor_tensor(  # reads PSUM: on the Vector engine
                     nisa.tensor_tensor(self.acc, alpha, op=nl.multiply, engine=gpsimd), pv,
-                    op=nl.add, engine=gpsimd)
+                    op=nl.add)
 
             def tail(self, wide):
                 """The key blocks after the first `wide` blocks of 512: 128 at a time up to

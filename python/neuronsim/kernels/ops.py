@@ -170,6 +170,9 @@ def compute(kind: str, srcs: list[Any], attrs: dict[str, Any], shape: tuple[int,
                         f"engine, not {choice!r}", source)
         engine = f"{choice.capitalize() if choice != 'gpsimd' else 'GpSimd'} engine"
     tiles = [as_tile(s, f"operand {i} of {kind}") for i, s in enumerate(srcs)]
+    if choice == "gpsimd" and any(t.buffer == "psum" for t in tiles):
+        raise error(f"{kind} on the GpSimd engine reads a PSUM tile: GpSimd cannot access "
+                    "PSUM (use the Vector or Scalar engine)", source)
     for tile in tiles:
         if allowed is not None:
             _check_engine_dtype(tile, engine, allowed, source)

@@ -226,8 +226,8 @@ def run_one(arch: Arch, backend: str) -> tuple[str, str]:
         except neuronsim.NeuronCompileError as error:
             text = str(error)
             kind = "unsupported" if text.startswith("unsupported operators") else "compile"
-            lines = [line.strip().split(" at ")[0] for line in text.splitlines()[1:]]
-            detail = " ".join(sorted({line for line in lines if line.startswith(("aten.", "prims."))}))
+            listed = [line for line in text.splitlines()[1:] if line.startswith("  ")]
+            detail = " ".join(sorted({line.strip().split(" at ")[0] for line in listed}))
             return kind, detail or text.splitlines()[0][:300]
         except Exception as error:  # noqa: BLE001 - a sweep classifies every failure
             text = f"{type(error).__name__}: {error}".splitlines()

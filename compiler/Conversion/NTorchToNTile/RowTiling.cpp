@@ -124,6 +124,8 @@ void RowTiling::emit(TileEmitter &e, Location loc, int64_t maxFree,
 
 void RowTiling::emitGroups(TileEmitter &e, Location loc, int64_t group,
                            function_ref<void(ArrayRef<RowBlock>)> fn) const {
+  if (llvm::is_contained(dims, 0) || perBlock <= 0)
+    return; // an empty tensor: nothing to move or compute
   RowBlock block;
   block.first.assign(dims.size(), Offset(0));
   block.count.assign(dims.begin(), dims.end());

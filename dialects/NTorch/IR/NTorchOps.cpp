@@ -261,8 +261,35 @@ struct FoldWideningIntoMatmul : OpRewritePattern<MatmulOp> {
 };
 } // namespace
 
+namespace {
+/// An op with an empty operand but a non-empty result that is then all zeros (a sum over an
+/// empty dim, a product with an empty contraction dim) -> a zero splat constant. Empty
+/// tensors lower to nothing, so the op itself could not write its result.
+LogicalResult replaceWithZeros(Operation *op, Value input, Value result,
+                               PatternRewriter &rewriter) {
+  auto in = tensorType(input), res = tensorType(result);
+  if (in.getNumElements() != 0 || res.getNumElements() == 0)
+    return failure();
+  Attribute zero = rewriter.getZeroAttr(res.getElementType());
+  if (!zero)
+    return failure();
+  rewriter.replaceOpWithNewOp<ConstantOp>(op, res, DenseElementsAttr::get(res, zero));
+  return success();
+}
+
+/// matmul(a, b) with an empty contraction dim and a non-empty result -> zeros (eager's mm).
+struct EmptyContractionMatmul : OpRewritePattern<MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatmulOp op, PatternRewriter &rewriter) const override {
+    Value empty = tensorType(op.getLhs()).getNumElements() == 0 ? op.getLhs() : op.getRhs();
+    return replaceWithZeros(op, empty, op.getResult(), rewriter);
+  }
+};
+} // namespace
+
 void MatmulOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *ctx) {
-  results.add<FoldTransposeIntoMatmul, HoistScaleFromMatmul, FoldWideningIntoMatmul>(ctx);
+  results.add<FoldTransposeIntoMatmul, HoistScaleFromMatmul, FoldWideningIntoMatmul,
+              EmptyContractionMatmul>(ctx);
 }
 
 //===----------------------------------------------------------------------===//
@@ -483,8 +510,21 @@ struct MoveReducedDimsLast : OpRewritePattern<ReduceOp> {
 };
 } // namespace
 
+namespace {
+/// sum over an empty dim with a non-empty result -> zeros, as in eager. (amax/amin of an
+/// empty dim is an error in eager and stays one here.)
+struct EmptySum : OpRewritePattern<ReduceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReduceOp op, PatternRewriter &rewriter) const override {
+    if (op.getFn() != ReduceFn::sum)
+      return failure();
+    return replaceWithZeros(op, op.getInput(), op.getResult(), rewriter);
+  }
+};
+} // namespace
+
 void ReduceOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *ctx) {
-  results.add<MoveReducedDimsLast>(ctx);
+  results.add<MoveReducedDimsLast, EmptySum>(ctx);
 }
 
 //===----------------------------------------------------------------------===//

@@ -117,3 +117,21 @@ func.func @full_tile_row$rows(%x: tensor<5x5xf32>, %c: tensor<5x1xi1>) -> tensor
   %e = ntorch.unary exp %d : tensor<5x5xf32> -> tensor<5x5xf32>
   return %e : tensor<5x5xf32>
 }
+
+// -----
+
+// A fusion of empty tensors (a select and a reduce over 0x0x0, as the gather of an empty
+// matrix becomes) lowers to nothing: no loop, no division by its empty row blocks.
+// CHECK-LABEL: func @empty_fusion
+// CHECK-NOT: ntile.loop
+// CHECK-NOT: ntile.dma
+// CHECK: return
+func.func @empty_fusion(%c: tensor<0x0x0xi1>, %a: tensor<0x1x0xf32>, %b: tensor<0x0x1xf32>) -> tensor<0x0xf32> {
+  %r = ntorch.fusion %c, %a, %b : tensor<0x0x0xi1>, tensor<0x1x0xf32>, tensor<0x0x1xf32> -> tensor<0x0xf32> {
+  ^bb0(%x: tensor<0x0x0xi1>, %y: tensor<0x1x0xf32>, %z: tensor<0x0x1xf32>):
+    %s = ntorch.select %x, %y, %z : tensor<0x0x0xi1>, tensor<0x1x0xf32>, tensor<0x0x1xf32> -> tensor<0x0x0xf32>
+    %t = ntorch.reduce sum %s [2] : tensor<0x0x0xf32> -> tensor<0x0xf32>
+    ntorch.yield %t : tensor<0x0xf32>
+  }
+  return %r : tensor<0x0xf32>
+}

@@ -74,3 +74,41 @@ func.func @bf16_result_keeps_its_scale(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16
   %r = ntorch.matmul %as, %b : tensor<4x8xbf16>, tensor<8x4xbf16> -> tensor<4x4xbf16>
   return %r : tensor<4x4xbf16>
 }
+
+// -----
+
+// A product with an empty contraction dim is zeros (eager's mm of 2x0 and 0x2).
+// CHECK-LABEL: func @empty_contraction_matmul
+// CHECK-NEXT: %[[Z:.*]] = ntorch.constant dense<0.000000e+00> : tensor<2x2xf32>
+// CHECK-NEXT: return %[[Z]]
+func.func @empty_contraction_matmul(%a: tensor<2x0xf32>, %b: tensor<0x2xf32>) -> tensor<2x2xf32> {
+  %r = ntorch.matmul %a, %b : tensor<2x0xf32>, tensor<0x2xf32> -> tensor<2x2xf32>
+  return %r : tensor<2x2xf32>
+}
+
+// -----
+
+// A sum over an empty dim is zeros, in any element type; an empty result stays a reduce.
+// CHECK-LABEL: func @empty_sum
+// CHECK-DAG: %[[F:.*]] = ntorch.constant dense<0.000000e+00> : tensor<3xf32>
+// CHECK-DAG: %[[I:.*]] = ntorch.constant dense<0> : tensor<3xi32>
+// CHECK-DAG: %[[K:.*]] = ntorch.reshape %[[I]] : tensor<3xi32> -> tensor<1x3xi32>
+// CHECK-DAG: %[[E:.*]] = ntorch.reduce sum %arg2
+// CHECK: return %[[F]], %[[K]], %[[E]]
+func.func @empty_sum(%x: tensor<3x0xf32>, %y: tensor<0x3xi32>, %z: tensor<0x3xf32>)
+    -> (tensor<3xf32>, tensor<1x3xi32>, tensor<0xf32>) {
+  %a = ntorch.reduce sum %x [1] : tensor<3x0xf32> -> tensor<3xf32>
+  %b = ntorch.reduce sum %y [0] {keepdim} : tensor<0x3xi32> -> tensor<1x3xi32>
+  %c = ntorch.reduce sum %z [1] : tensor<0x3xf32> -> tensor<0xf32>
+  return %a, %b, %c : tensor<3xf32>, tensor<1x3xi32>, tensor<0xf32>
+}
+
+// -----
+
+// The max of an empty dim (an error in eager) is left to the lowering, which rejects it.
+// CHECK-LABEL: func @empty_max_stays
+// CHECK: ntorch.reduce max
+func.func @empty_max_stays(%x: tensor<3x0xf32>) -> tensor<3xf32> {
+  %a = ntorch.reduce max %x [1] : tensor<3x0xf32> -> tensor<3xf32>
+  return %a : tensor<3xf32>
+}

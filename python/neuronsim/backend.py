@@ -73,6 +73,7 @@ def neuron_backend(
 
     def compile_graph(graph: torch.fx.GraphModule, inputs: Sequence[Any], kind: str) -> Any:
         asserts = hoist_runtime_asserts(graph)  # checked on the host after each run
+        inputs = asserts.graph_inputs(inputs)
         if resolved.fallback != "cpu":
             check_supported(graph)  # every unsupported op with its source line, before export
         if resolved.fallback == "cpu" or needs_split(graph):

@@ -12,6 +12,8 @@ import math
 
 import torch
 
+from .distances import DISTANCE_DECOMPOSITIONS
+from .linalg import LINALG_DECOMPOSITIONS
 from .special_functions import SPECIAL_DECOMPOSITIONS
 
 aten = torch.ops.aten
@@ -158,4 +160,6 @@ NEURON_DECOMPOSITIONS = {
     aten._scaled_dot_product_flash_attention_for_cpu_backward.default: sdpa_flash_cpu_backward,
     aten._transformer_encoder_layer_fwd.default: transformer_encoder_layer_fwd,
     **SPECIAL_DECOMPOSITIONS,
+    **LINALG_DECOMPOSITIONS,
+    **DISTANCE_DECOMPOSITIONS,
 }

@@ -33,6 +33,7 @@ from .compiler import compile_fx_graph
 from .dtypes import GRAPH_DTYPE_NAMES
 from .errors import NeuronCompileError
 from .graph_export import target_name
+from .linalg import size_problem as linalg_size_problem
 from .options import BackendOptions
 from .source_info import user_source
 
@@ -133,7 +134,7 @@ def support_problem(node: torch.fx.Node) -> str | None:
     dtype or layout of one of its tensors (the op is supported for other tensors).
     """
     if target_name(node.target) not in _supported() and not _is_kernel(node):
-        return ""
+        return linalg_size_problem(node)
     for tensor in _node_tensors(node):
         if tensor.layout != torch.strided:
             return f"{str(tensor.layout).removeprefix('torch.')} tensors"

@@ -1,0 +1,91 @@
+"""Batched products and distances as decompositions: addbmm, cdist, pdist.
+
+cdist follows eager's choice of algorithm: for p = 2 and compute_mode 1, or compute_mode
+None/0 with more than 25 rows in either input, the matmul form
+sqrt(max(0, |x|^2 - 2 x.y + |y|^2)) (eager's _euclidean_dist, same rounding behaviour);
+otherwise the differences themselves. pdist (eager: always the differences) computes every
+pair's distance and keeps the pairs i < j in eager's order (a gather at constant indices).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+aten = torch.ops.aten
+
+
+def addbmm(
+    self: torch.Tensor, batch1: torch.Tensor, batch2: torch.Tensor, *, beta=1, alpha=1
+) -> torch.Tensor:
+    """aten.addbmm: beta * self + alpha * sum_b batch1[b] @ batch2[b], as one matmul over the
+    batch-and-contraction dim; beta = 0 ignores self (its NaN and inf too), as eager does."""
+    b, n, k = batch1.shape
+    m = batch2.shape[-1]
+    product = batch1.permute(1, 0, 2).reshape(n, b * k) @ batch2.reshape(b * k, m)
+    if alpha != 1:
+        product = product * alpha
+    if beta == 0:
+        return product.expand(n, m).clone()
+    return (self * beta if beta != 1 else self) + product
+
+
+def _norm(diff: torch.Tensor, p: float) -> torch.Tensor:
+    """The p-norm over the last dim, as eager's cdist/pdist kernels define it."""
+    magnitude = torch.abs(diff)
+    if p == 0:
+        return (magnitude != 0).to(diff.dtype).sum(-1)
+    if p == 1:
+        return magnitude.sum(-1)
+    if p == 2:
+        return torch.sqrt((diff * diff).sum(-1))
+    if math.isinf(p):
+        return magnitude.amax(-1)
+    return torch.pow(torch.pow(magnitude, p).sum(-1), 1.0 / p)
+
+
+def _euclidean(x1: torch.Tensor, x2: torch.Tensor) -> torch.Tensor:
+    """eager's _euclidean_dist: one matmul of [-2 x1, |x1|^2, 1] and [x2, 1, |x2|^2]."""
+    x1_norm = (x1 * x1).sum(-1, keepdim=True)
+    x2_norm = (x2 * x2).sum(-1, keepdim=True)
+    left = torch.cat([x1 * -2.0, x1_norm, torch.ones_like(x1_norm)], -1)
+    right = torch.cat([x2, torch.ones_like(x2_norm), x2_norm], -1)
+    return torch.sqrt(torch.clamp_min(left @ right.mT, 0.0))
+
+
+def cdist_forward(
+    x1: torch.Tensor, x2: torch.Tensor, p: float, compute_mode: int | None
+) -> torch.Tensor:
+    """aten._cdist_forward: [..., r1, r2] distances between the rows of x1 and x2."""
+    r1, r2 = x1.shape[-2], x2.shape[-2]
+    batch = torch.broadcast_shapes(x1.shape[:-2], x2.shape[:-2])
+    x1 = x1.expand(*batch, *x1.shape[-2:])
+    x2 = x2.expand(*batch, *x2.shape[-2:])
+    mode = compute_mode or 0
+    if p == 2 and (mode == 1 or (mode == 0 and (r1 > 25 or r2 > 25))):
+        return _euclidean(x1, x2)
+    if x1.shape[-1] == 0:
+        return x1.new_zeros((*batch, r1, r2))
+    return _norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p)
+
+
+def pdist_forward(x: torch.Tensor, p: float = 2.0) -> torch.Tensor:
+    """aten._pdist_forward: the distances of the rows i < j of x [n, m], in row-major pair
+    order."""
+    n = x.shape[0]
+    pairs = n * (n - 1) // 2
+    if pairs == 0:
+        return x.new_zeros((0,))
+    if x.shape[1] == 0:
+        return x.new_zeros((pairs,))
+    distances = _norm(x.unsqueeze(1) - x.unsqueeze(0), p).reshape(n * n)
+    index = [i * n + j for i in range(n) for j in range(i + 1, n)]
+    return distances[torch.tensor(index, dtype=torch.int64, device=x.device)]
+
+
+DISTANCE_DECOMPOSITIONS = {
+    aten.addbmm.default: addbmm,
+    aten._cdist_forward.default: cdist_forward,
+    aten._pdist_forward.default: pdist_forward,
+}

@@ -4,7 +4,7 @@ cdist follows eager's choice of algorithm: for p = 2 and compute_mode 1, or comp
 None/0 with more than 25 rows in either input, the matmul form
 sqrt(max(0, |x|^2 - 2 x.y + |y|^2)) (eager's _euclidean_dist, same rounding behaviour);
 otherwise the differences themselves. pdist (eager: always the differences) computes every
-pair's distance and keeps the pairs i < j in eager's order (a gather at constant indices).
+pair's distance and keeps the pairs i < j in eager's order (one slice per row).
 """
 
 from __future__ import annotations
@@ -79,9 +79,8 @@ def pdist_forward(x: torch.Tensor, p: float = 2.0) -> torch.Tensor:
         return x.new_zeros((0,))
     if x.shape[1] == 0:
         return x.new_zeros((pairs,))
-    distances = _norm(x.unsqueeze(1) - x.unsqueeze(0), p).reshape(n * n)
-    index = [i * n + j for i in range(n) for j in range(i + 1, n)]
-    return distances[torch.tensor(index, dtype=torch.int64, device=x.device)]
+    distances = _norm(x.unsqueeze(1) - x.unsqueeze(0), p)
+    return torch.cat([distances[i, i + 1 :] for i in range(n - 1)])
 
 
 DISTANCE_DECOMPOSITIONS = {

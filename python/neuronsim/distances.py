@@ -19,16 +19,28 @@ aten = torch.ops.aten
 def addbmm(
     self: torch.Tensor, batch1: torch.Tensor, batch2: torch.Tensor, *, beta=1, alpha=1
 ) -> torch.Tensor:
-    """aten.addbmm: beta * self + alpha * sum_b batch1[b] @ batch2[b], as one matmul over the
-    batch-and-contraction dim; beta = 0 ignores self (its NaN and inf too), as eager does."""
+    """aten.addbmm: beta * self + alpha * sum_b batch1[b] @ batch2[b]; beta = 0 ignores self
+    (its NaN and inf too), as eager does. In fp32 one matmul over the batch-and-contraction
+    dim; in narrower types eager's order: one addmm per batch element, each rounded to the
+    type (fp32 products and sums in between)."""
     b, n, k = batch1.shape
     m = batch2.shape[-1]
-    product = batch1.permute(1, 0, 2).reshape(n, b * k) @ batch2.reshape(b * k, m)
-    if alpha != 1:
-        product = product * alpha
-    if beta == 0:
-        return product.expand(n, m).clone()
-    return (self * beta if beta != 1 else self) + product
+    if self.dtype == torch.float32 or b == 0:
+        product = batch1.permute(1, 0, 2).reshape(n, b * k) @ batch2.reshape(b * k, m)
+        if alpha != 1:
+            product = product * alpha
+        if beta == 0:
+            return product.expand(n, m).clone()
+        return (self * beta if beta != 1 else self) + product
+    dtype = self.dtype
+    result = self.to(torch.float32).expand(n, m)
+    for i in range(b):
+        product = batch1[i].to(torch.float32) @ batch2[i].to(torch.float32)
+        if i == 0:
+            result = product * alpha if beta == 0 else result * beta + product * alpha
+        else:
+            result = result.to(dtype).to(torch.float32) + product * alpha
+    return result.to(dtype)
 
 
 def _norm(diff: torch.Tensor, p: float) -> torch.Tensor:

@@ -173,6 +173,8 @@ def test_addbmm_cdist_pdist():
         torch.randn(3, 6, 5, generator=g)  # fmt: skip
     _check(torch.addbmm, x, b1, b2)
     _check(lambda s, p, q: torch.addbmm(s, p, q, beta=0.5, alpha=2.0), x, b1, b2)
+    bf16 = [t.to(torch.bfloat16) for t in (x, b1, b2)]  # eager's order: rounded per batch
+    _check(torch.addbmm, *bf16, tol={"rtol": 2e-2, "atol": 2e-2})
     nan = torch.full((4, 5), float("nan"))
     _check(lambda s, p, q: torch.addbmm(s, p, q, beta=0), nan, b1, b2)  # beta=0 ignores self
     u, v = torch.randn(2, 6, 3, generator=g), torch.randn(2, 4, 3, generator=g)

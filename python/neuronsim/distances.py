@@ -82,6 +82,33 @@ def cdist_forward(
     return _norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p)
 
 
+def cdist_backward(
+    grad: torch.Tensor, x1: torch.Tensor, x2: torch.Tensor, p: float, cdist: torch.Tensor
+) -> torch.Tensor:
+    """aten._cdist_backward: the gradient with respect to x1 of the differences form,
+    sum_j grad[i, j] * d||x1_i - x2_j||_p / dx1_i, zero where the distance is zero."""
+    if p == 0 or x1.numel() == 0 or x2.shape[-2] == 0:
+        return torch.zeros_like(x1)
+    diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)  # [..., r1, r2, m]
+    dist = cdist.unsqueeze(-1)
+    zero = torch.zeros((), dtype=diff.dtype)
+    if p == 1:
+        slope = torch.sign(diff)
+    elif p == 2:
+        slope = torch.where(dist == 0, zero, diff / dist)
+    elif math.isinf(p):
+        slope = torch.sign(diff) * (torch.abs(diff) == dist).to(diff.dtype)
+    elif p < 2:
+        magnitude = torch.abs(diff)
+        ratio = torch.sign(diff) * torch.pow(magnitude, p - 1) / torch.pow(dist, p - 1)
+        slope = torch.where((dist == 0) | (magnitude == 0), zero, ratio)
+    else:
+        ratio = diff * torch.pow(torch.abs(diff), p - 2) / torch.pow(dist, p - 1)
+        slope = torch.where(dist == 0, zero, ratio)
+    result = (grad.unsqueeze(-1) * slope).sum(-2)
+    return result.sum_to_size(x1.shape) if result.shape != x1.shape else result
+
+
 def pdist_forward(x: torch.Tensor, p: float = 2.0) -> torch.Tensor:
     """aten._pdist_forward: the distances of the rows i < j of x [n, m], in row-major pair
     order."""
@@ -95,8 +122,36 @@ def pdist_forward(x: torch.Tensor, p: float = 2.0) -> torch.Tensor:
     return torch.cat([distances[i, i + 1 :] for i in range(n - 1)])
 
 
+def _symmetric(pairs: torch.Tensor, n: int) -> torch.Tensor:
+    """The [n, n] symmetric matrix with pdist's pair values (i < j, row-major) off the
+    diagonal and zeros on it."""
+    rows, start = [], 0
+    for i in range(n):
+        count = n - 1 - i
+        if count == 0:
+            rows.append(pairs.new_zeros((n,)))
+        else:
+            rows.append(torch.nn.functional.pad(pairs[start : start + count], (i + 1, 0)))
+        start += count
+    upper = torch.stack(rows)
+    return upper + upper.mT
+
+
+def pdist_backward(
+    grad: torch.Tensor, x: torch.Tensor, p: float, pdist: torch.Tensor
+) -> torch.Tensor:
+    """aten._pdist_backward: cdist's gradient of x against itself, each pair counted from
+    both ends."""
+    n = x.shape[0]
+    if n < 2 or x.shape[1] == 0:
+        return torch.zeros_like(x)
+    return cdist_backward(_symmetric(grad, n), x, x, p, _symmetric(pdist, n))
+
+
 DISTANCE_DECOMPOSITIONS = {
     aten.addbmm.default: addbmm,
     aten._cdist_forward.default: cdist_forward,
+    aten._cdist_backward.default: cdist_backward,
     aten._pdist_forward.default: pdist_forward,
+    aten._pdist_backward.default: pdist_backward,
 }

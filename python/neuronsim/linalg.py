@@ -348,9 +348,16 @@ def _permutation_sign(pivots: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return 1.0 - 2.0 * (swaps % 2).to(dtype)
 
 
+def _det_factor(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The LU that eager's det and slogdet return (and their backward formulas solve with):
+    of A^T when A is contiguous (det A^T = det A; LAPACK reads it without a copy), else of
+    A."""
+    return lu_factor(a.mT if a.is_contiguous() else a)
+
+
 def linalg_det(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """aten._linalg_det: (det, LU, pivots)."""
-    lu, pivots, _ = lu_factor(a)
+    lu, pivots, _ = _det_factor(a)
     if a.shape[-1] == 0:
         return torch.ones(a.shape[:-2], dtype=a.dtype), lu, pivots
     diagonal = torch.diagonal(lu, 0, -2, -1)
@@ -360,7 +367,7 @@ def linalg_det(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tenso
 def linalg_slogdet(a: torch.Tensor) -> tuple[torch.Tensor, ...]:
     """aten._linalg_slogdet: (sign, log|det|, LU, pivots); a singular A has sign 0 and
     log|det| -inf."""
-    lu, pivots, _ = lu_factor(a)
+    lu, pivots, _ = _det_factor(a)
     if a.shape[-1] == 0:
         zeros = torch.zeros(a.shape[:-2], dtype=a.dtype)
         return zeros + 1.0, zeros, lu, pivots

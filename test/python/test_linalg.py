@@ -75,6 +75,10 @@ def test_determinants_inverse_solve(shape):
     _check(torch.linalg.det, a)
     _check(torch.linalg.slogdet, a)
     _check(torch.logdet, _spd(shape))
+    # eager's LU outputs of det/slogdet: of A^T for a contiguous A, of A for a transposed view
+    for op in (torch.ops.aten._linalg_det.default, torch.ops.aten._linalg_slogdet.default):
+        _check(op, a)
+        _check(lambda x, op=op: op(x.mT), a)
     _check(torch.linalg.inv, a)
     _check(torch.linalg.inv_ex, a)
     _check(torch.linalg.solve, a, b)
@@ -265,3 +269,39 @@ def test_matrices_above_the_cap_run_on_the_cpu_with_fallback():
                        options={"fallback": "cpu"})  # fmt: skip
     torch.testing.assert_close(fn(a), torch.linalg.det(a), rtol=1e-4, atol=0)
     assert "aten._linalg_det.default" in neuronsim.get_fallback_ops()
+
+
+# ---------------------------------------------------------------------------------------------
+# Gradients: AOTAutograd's backward graphs use the same decompositions (and cdist's/pdist's
+# backward kernels theirs)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [torch.linalg.det, torch.linalg.inv, lambda a: torch.linalg.solve(a, a[..., :2] * 2.0),
+     lambda a: torch.linalg.cholesky(a @ a.mT + torch.eye(a.shape[-1])),
+     lambda a: torch.linalg.qr(a)[0], lambda a: torch.linalg.slogdet(a)[1],
+     torch.linalg.matrix_exp,
+     lambda a: torch.cdist(a, a[..., :3, :] + 0.5, p=1.5),
+     lambda a: torch.cdist(a, a[..., :3, :] + 0.5, p=float("inf")),
+     lambda a: torch.pdist(a[0], p=2.0) * 1.0, lambda a: torch.pdist(a[1], p=3.0) * 1.0],
+    ids=["det", "inv", "solve", "cholesky", "qr", "slogdet", "matrix_exp", "cdist1.5",
+         "cdistinf", "pdist2", "pdist3"],
+)  # fmt: skip
+def test_gradients_match_eager(fn):
+    a = _general((2, 4)) * 0.5
+    probe = None
+
+    def grad(f):
+        nonlocal probe
+        x = a.clone().requires_grad_()
+        out = f(x)
+        if probe is None:
+            probe = torch.randn(out.shape, generator=torch.Generator().manual_seed(3))
+        return torch.autograd.grad((out * probe).sum(), x)[0]
+
+    expected = grad(fn)
+    torch._dynamo.reset()
+    actual = grad(torch.compile(fn, backend="neuron", dynamic=False))
+    assert neuronsim.get_fallback_ops() == {}
+    torch.testing.assert_close(actual, expected, **TOL)

@@ -437,6 +437,7 @@ class _Capped:
 
 # The QR and exponential modules use the helpers above.
 from .linalg_exp import matrix_exp  # noqa: E402
+from .linalg_ldl import linalg_ldl_factor_ex, linalg_ldl_solve  # noqa: E402
 from .linalg_qr import geqrf, householder_product, linalg_qr, ormqr  # noqa: E402
 
 LINALG_DECOMPOSITIONS: dict[object, _Capped] = {
@@ -461,6 +462,8 @@ LINALG_DECOMPOSITIONS: dict[object, _Capped] = {
         (aten.linalg_householder_product.default, householder_product, (0, "input")),
         (aten.ormqr.default, ormqr, (0, "self")),
         (aten.linalg_matrix_exp.default, matrix_exp, (0, "self")),
+        (aten.linalg_ldl_factor_ex.default, linalg_ldl_factor_ex, (0, "self")),
+        (aten.linalg_ldl_solve.default, linalg_ldl_solve, (0, "LD")),
     ]
 }
 

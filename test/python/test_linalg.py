@@ -149,6 +149,20 @@ def test_qr_family(rows, cols):
         )  # fmt: skip
 
 
+@pytest.mark.parametrize("n", [1, 2, 5, 9])
+def test_ldl_factor_and_solve(n):
+    g = torch.Generator().manual_seed(n)
+    a = torch.randn(4, n, n, generator=g)
+    a = a + a.mT
+    a[1].diagonal().zero_()  # zero diagonals: 2x2 pivots
+    a[2, 0, 0] = 0.0
+    ld, pivots, info = _check(torch.linalg.ldl_factor_ex, a)  # the same 1x1/2x2 pivots
+    assert (pivots < 0).any() or n < 3
+    b = torch.randn(4, n, 2, generator=g)
+    _check(torch.linalg.ldl_solve, ld, pivots, b)
+    _check(lambda x, y: torch.linalg.ldl_solve(*torch.linalg.ldl_factor(x), y), a[3:], b[3:])
+
+
 def test_qr_of_a_matrix_with_a_zero_column_below_the_diagonal():
     a = torch.tensor([[2.0, 1.0, 0.0], [0.0, 3.0, 1.0], [0.0, 0.0, 4.0]])
     _check(torch.geqrf, a)  # tau = 0 for each column: H = I, as LAPACK's dlarfg

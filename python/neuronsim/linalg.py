@@ -12,8 +12,8 @@ tolerance, including what eager defines for singular inputs:
   to its 1-based step (the first one) and skips that column's scaling, as dgetf2 does, so the
   factorization of a singular matrix is eager's and its solves divide by zero as eager's do.
 - Cholesky (potrf): info is the order of the first leading minor that is not positive
-  definite; the columns from there on are NaN where eager leaves partial values (eager's docs
-  leave L unspecified then).
+  definite, and L what LAPACK's unblocked potf2 leaves then (the columns before it, the
+  failing Schur value on the diagonal, A's lower triangle after it).
 - The *_ex ops' info outputs are eager's; the error checks of the non-_ex ops are runtime
   checks on the host (runtime_asserts.py).
 """
@@ -153,21 +153,34 @@ def triangular_solve(
 
 def cholesky_lower(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(L, info) of A's lower triangle, right-looking: each step takes the next column of the
-    Schur complement and subtracts its outer product."""
+    Schur complement and subtracts its outer product. A matrix that is not positive definite
+    gets what LAPACK's potf2 leaves: the columns before the failing step j, the failing
+    Schur value at (j, j), A's own lower triangle elsewhere."""
     n = a.shape[-1]
-    info = torch.zeros(a.shape[:-2], dtype=torch.int32, device=a.device)
+    if n == 0:
+        return a.clone(), torch.zeros(a.shape[:-2], dtype=torch.int32, device=a.device)
+    info = torch.zeros((*a.shape[:-2], 1, 1), dtype=torch.int32, device=a.device)
+    failed_value = torch.zeros_like(a[..., :1, :1])
     rest = a
     columns: list[torch.Tensor] = []
     for j in range(n):
         d = rest[..., :1, :1]
-        failed = torch.logical_not(d > 0).reshape(a.shape[:-2])
-        info = torch.where((info == 0) & failed, j + 1, info)
+        fails = (info == 0) & torch.logical_not(d > 0)
+        info = torch.where(fails, j + 1, info)
+        failed_value = torch.where(fails, d, failed_value)
         root = torch.sqrt(d)
         below = rest[..., 1:, :1] / root
         columns.append(torch.nn.functional.pad(torch.cat([root, below], -2), (0, 0, j, 0)))
         if j + 1 < n:
             rest = rest[..., 1:, 1:] - below * below.mT
-    return (torch.cat(columns, -1) if columns else a.clone()), info
+    computed = torch.cat(columns, -1)
+    rows, cols = _rows(n, a), torch.arange(n, device=a.device)
+    failing = (info - 1).to(torch.int64)
+    partial = torch.where(
+        (rows == cols) & (cols == failing), failed_value, _tril(a)
+    )
+    done = (info == 0) | (cols < failing)
+    return torch.where(done, computed, partial), info.reshape(a.shape[:-2])
 
 
 def linalg_cholesky_ex(

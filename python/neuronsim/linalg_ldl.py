@@ -144,6 +144,8 @@ def linalg_ldl_solve(
     n = ld.shape[-1]
     batch = torch.broadcast_shapes(ld.shape[:-2], pivots.shape[:-1], b.shape[:-2])
     b = b.expand(*batch, *b.shape[-2:])
+    if n == 0:
+        return b.clone()
     zero = torch.zeros((), dtype=b.dtype)
     rows = _rows(n, b)
     piv = pivots.to(torch.int64).expand(*batch, n).unsqueeze(-1).unsqueeze(-1)  # [..., n, 1, 1]

@@ -208,6 +208,9 @@ def test_empty_matrices_and_empty_contractions():
     _check(torch.linalg.det, torch.zeros(2, 0, 0))
     _check(torch.linalg.inv, torch.zeros(0, 0))
     _check(torch.linalg.vecdot, torch.zeros(0), torch.zeros(0))
+    _check(lambda x, y: torch.linalg.vecdot(x, y, dim=0), torch.zeros(0, 0), torch.zeros(0, 0))
+    _check(torch.linalg.ldl_solve, torch.zeros(0, 0), torch.zeros(0, dtype=torch.int32),
+           torch.zeros(0, 5))  # fmt: skip
     _check(torch.linalg.multi_dot, [torch.zeros(2, 0), torch.zeros(0, 2)])
 
 

@@ -18,7 +18,7 @@ _spec.loader.exec_module(sweep)
 
 # Spread over elementwise, reductions, shapes, indexing, normalization, linear algebra,
 # random ops (whose OpInfo wrappers fork the accelerator's RNG state), item, indexed
-# writes (indirect DMA scatters), convolution and pooling.
+# writes (indirect DMA scatters), convolution and pooling, factorizations and solvers.
 OPS = [
     "abs", "add", "addcmul", "addmm", "amax", "argmax", "bmm", "cat", "clamp",
     "cos", "cumsum", "div.no_rounding_mode", "exp", "flip", "gather",
@@ -30,6 +30,8 @@ OPS = [
     "index_put", "scatter_reduce.mean", "nn.functional.embedding_bag",
     "nn.functional.conv1d", "nn.functional.conv_transpose2d", "nn.functional.avg_pool2d",
     "nn.functional.adaptive_avg_pool2d", "native_batch_norm",
+    "linalg.det", "linalg.inv", "linalg.solve", "linalg.cholesky", "linalg.qr", "linalg.lu",
+    "linalg.ldl_factor", "linalg.vecdot", "cdist",
 ]
 
 

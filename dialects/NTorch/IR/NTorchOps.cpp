@@ -262,14 +262,20 @@ struct FoldWideningIntoMatmul : OpRewritePattern<MatmulOp> {
 } // namespace
 
 namespace {
-/// An op with an empty operand but a non-empty result that is then all zeros (a sum over an
-/// empty dim, a product with an empty contraction dim) -> a zero splat constant. Empty
-/// tensors lower to nothing, so the op itself could not write its result.
+/// An op with an empty operand whose result is then all zeros (a sum over an empty dim, a
+/// product with an empty contraction dim) -> a zero splat constant, or an empty constant
+/// for an empty result. Empty tensors lower to nothing, so the op itself could not write
+/// its result (and the reduction's lowering refuses to reduce an empty dim).
 LogicalResult replaceWithZeros(Operation *op, Value input, Value result,
                                PatternRewriter &rewriter) {
   auto in = tensorType(input), res = tensorType(result);
-  if (in.getNumElements() != 0 || res.getNumElements() == 0)
+  if (in.getNumElements() != 0)
     return failure();
+  if (res.getNumElements() == 0) {
+    rewriter.replaceOpWithNewOp<ConstantOp>(op, res,
+                                            DenseElementsAttr::get(res, ArrayRef<Attribute>{}));
+    return success();
+  }
   Attribute zero = rewriter.getZeroAttr(res.getElementType());
   if (!zero)
     return failure();

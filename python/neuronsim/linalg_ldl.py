@@ -3,8 +3,8 @@ decompositions (see linalg.py for the unrolling and the size cap).
 
 ldl_factor is LAPACK's dsytf2 for the lower triangle (what eager's sytrf runs up to 64x64;
 its blocked form above computes the same steps with other rounding): at step k the pivot
-is 1x1 (column k, possibly after a symmetric swap with row and column imax) or 2x2 (columns k and k+1), chosen by dsytf2's tests with
-alpha = (1 + sqrt(17)) / 8 on the data. Both kinds are computed and selected per matrix; a
+is 1x1 (column k, possibly after a symmetric swap with row and column imax) or 2x2
+(columns k and k+1), chosen by dsytf2's tests with alpha = (1 + sqrt(17)) / 8 on the data. Both kinds are computed and selected per matrix; a
 2x2 step makes the next step a no-op for that matrix. The trailing matrix is kept full and
 symmetric, so a row of it is a column. pivots are dsytf2's (1-based; -(kp) twice for a 2x2
 block), info the first zero column (then that step does nothing, as in dsytf2).

@@ -287,6 +287,13 @@ def test_matrices_above_the_cap_run_on_the_cpu_with_fallback():
                        options={"fallback": "cpu"})  # fmt: skip
     torch.testing.assert_close(fn(a), torch.linalg.det(a), rtol=1e-4, atol=0)
     assert "aten._linalg_det.default" in neuronsim.get_fallback_ops()
+    # inv's error check (with_effects) is hoisted as well when inv_ex runs on the CPU
+    torch._dynamo.reset()
+    inv = torch.compile(lambda x: torch.linalg.inv(x), backend="neuron", dynamic=False,
+                        options={"fallback": "cpu"})  # fmt: skip
+    torch.testing.assert_close(inv(a), torch.linalg.inv(a), **TOL)
+    with pytest.raises(RuntimeError, match="linalg.inv: The diagonal element 1 is zero"):
+        inv(torch.zeros_like(a))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -15,7 +15,8 @@ tolerance, including what eager defines for singular inputs:
   definite, and L what LAPACK's unblocked potf2 leaves then (the columns before it, the
   failing Schur value on the diagonal, A's lower triangle after it).
 - The *_ex ops' info outputs are eager's; the error checks of the non-_ex ops are runtime
-  checks on the host (runtime_asserts.py).
+  checks on the host (runtime_asserts.py), and so are the checks eager's cholesky and
+  cholesky_inverse kernels make themselves (their decompositions add the check node).
 """
 
 from __future__ import annotations
@@ -194,9 +195,17 @@ def linalg_cholesky_ex(
     return cholesky_lower(a)
 
 
+def _check_errors(info: torch.Tensor, api_name: str, a: torch.Tensor) -> None:
+    """The error check eager's kernel makes itself, as a graph node (hoisted to the host after
+    the run, runtime_asserts.py)."""
+    torch.ops.aten._linalg_check_errors(info, api_name, is_matrix=a.dim() == 2)
+
+
 def cholesky(a: torch.Tensor, upper: bool = False) -> torch.Tensor:
-    """aten.cholesky (deprecated API; its error check is not reproduced: see the module)."""
-    return linalg_cholesky_ex(a, upper)[0]
+    """aten.cholesky (the deprecated API, which raises on its own)."""
+    factor, info = linalg_cholesky_ex(a, upper)
+    _check_errors(info, "cholesky", a)
+    return factor
 
 
 def cholesky_solve(b: torch.Tensor, factor: torch.Tensor, upper: bool = False) -> torch.Tensor:
@@ -207,8 +216,15 @@ def cholesky_solve(b: torch.Tensor, factor: torch.Tensor, upper: bool = False) -
 
 
 def cholesky_inverse(factor: torch.Tensor, upper: bool = False) -> torch.Tensor:
-    """aten.cholesky_inverse: (L L^T)^-1 or (U^T U)^-1."""
-    return cholesky_solve(_identity(factor.shape[-1], factor), factor, upper)
+    """aten.cholesky_inverse: (L L^T)^-1 or (U^T U)^-1; raises as eager on a zero diagonal
+    element of the factor (info: the first, 1-based)."""
+    n = factor.shape[-1]
+    if n:
+        zero = torch.diagonal(factor, 0, -2, -1) == 0
+        steps = torch.arange(1, n + 1, device=factor.device)
+        info = torch.where(zero, steps, n + 1).amin(-1)
+        _check_errors(torch.where(info > n, 0, info).to(torch.int32), "cholesky_inverse", factor)
+    return cholesky_solve(_identity(n, factor), factor, upper)
 
 
 # ---------------------------------------------------------------------------------------------

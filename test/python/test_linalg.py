@@ -257,11 +257,18 @@ def test_not_positive_definite():
     info = _check(torch.linalg.cholesky_ex, a)[1]  # L too: LAPACK's partial factor
     assert info.tolist() == [0, 3]
     _check(lambda x: torch.linalg.cholesky_ex(x, upper=True), a)
-    with pytest.raises(RuntimeError) as expected:
-        torch.linalg.cholesky(a)
-    with pytest.raises(RuntimeError) as actual:
-        _compiled(torch.linalg.cholesky, a)
-    assert str(actual.value) == str(expected.value)
+    # linalg.cholesky's check is in the graph; the deprecated torch.cholesky and
+    # cholesky_inverse check inside eager's kernels, and their decompositions add the check
+    singular_factor = torch.linalg.cholesky(_spd((2, 3)))
+    singular_factor[1, 1, 1] = 0.0
+    for fn, x in [(torch.linalg.cholesky, a), (lambda x: torch.cholesky(x), a),
+                  (lambda x: torch.cholesky_inverse(x), singular_factor)]:  # fmt: skip
+        with pytest.raises(RuntimeError) as expected:
+            fn(x)
+        with pytest.raises(RuntimeError) as actual:
+            _compiled(fn, x)
+        assert type(actual.value) is type(expected.value)
+        assert str(actual.value) == str(expected.value)
 
 
 # ---------------------------------------------------------------------------------------------

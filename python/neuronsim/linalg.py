@@ -68,6 +68,12 @@ def _swap_rows(x: torch.Tensor, i: int, p: torch.Tensor) -> torch.Tensor:
     return torch.where(rows == i, row_p, torch.where(at_p, row_i, x))
 
 
+def _check_errors(info: torch.Tensor, api_name: str, a: torch.Tensor) -> None:
+    """The error check eager's kernel makes itself, as a graph node (hoisted to the host after
+    the run, runtime_asserts.py)."""
+    torch.ops.aten._linalg_check_errors(info, api_name, is_matrix=a.dim() == 2)
+
+
 def _tril(x: torch.Tensor, diagonal: int = 0) -> torch.Tensor:
     m, n = x.shape[-2:]
     keep = _rows(m, x) + diagonal >= torch.arange(n, device=x.device)
@@ -191,14 +197,12 @@ def linalg_cholesky_ex(
     """aten.linalg_cholesky_ex: (L, info); the upper factor reads A's upper triangle."""
     if upper:
         lower, info = cholesky_lower(a.mT)
-        return lower.mT, info
-    return cholesky_lower(a)
-
-
-def _check_errors(info: torch.Tensor, api_name: str, a: torch.Tensor) -> None:
-    """The error check eager's kernel makes itself, as a graph node (hoisted to the host after
-    the run, runtime_asserts.py)."""
-    torch.ops.aten._linalg_check_errors(info, api_name, is_matrix=a.dim() == 2)
+        lower = lower.mT
+    else:
+        lower, info = cholesky_lower(a)
+    if check_errors:
+        _check_errors(info, "linalg.cholesky_ex", a)
+    return lower, info
 
 
 def cholesky(a: torch.Tensor, upper: bool = False) -> torch.Tensor:
@@ -318,7 +322,10 @@ def linalg_lu_factor_ex(
     """aten.linalg_lu_factor_ex: (LU, pivots, info)."""
     if not pivot:
         return NotImplemented  # eager's CPU kernel has no LU without pivoting either
-    return lu_factor(a)
+    lu, pivots, info = lu_factor(a)
+    if check_errors:
+        _check_errors(info, "torch.linalg.lu_factor_ex", a)
+    return lu, pivots, info
 
 
 def lu_unpack(
@@ -419,6 +426,8 @@ def linalg_solve_ex(
     vector = _solve_vector_case(a, b)
     rhs = b.unsqueeze(-1) if vector else b
     x = lu_solve(lu, pivots, rhs, left=left)
+    if check_errors:
+        _check_errors(info, "torch.linalg.solve_ex", a)
     return (x.squeeze(-1) if vector else x), lu, pivots, info
 
 
@@ -427,6 +436,8 @@ def linalg_inv_ex(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """aten.linalg_inv_ex: (A^-1, info), as eager's solve of A X = I."""
     lu, pivots, info = lu_factor(a)
+    if check_errors:
+        _check_errors(info, "linalg.inv_ex", a)
     return lu_solve(lu, pivots, _identity(a.shape[-1], a)), info
 
 

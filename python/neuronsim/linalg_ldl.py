@@ -127,7 +127,12 @@ def linalg_ldl_factor_ex(
     a: torch.Tensor, hermitian: bool = False, check_errors: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """aten.linalg_ldl_factor_ex (real: hermitian or not is the same factorization)."""
-    return ldl_factor(a)
+    ld, pivots, info = ldl_factor(a)
+    if check_errors:
+        torch.ops.aten._linalg_check_errors(
+            info, "torch.linalg.ldl_factor_ex", is_matrix=a.dim() == 2
+        )
+    return ld, pivots, info
 
 
 def _swap_rows(b: torch.Tensor, u: int, v: torch.Tensor) -> torch.Tensor:

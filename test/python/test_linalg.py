@@ -337,3 +337,23 @@ def test_gradients_match_eager(fn):
     actual = grad(torch.compile(fn, backend="neuron", dynamic=False))
     assert neuronsim.get_fallback_ops() == {}
     torch.testing.assert_close(actual, expected, **TOL)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [lambda x: torch.linalg.cholesky_ex(x, check_errors=True),
+     lambda x: torch.linalg.inv_ex(x, check_errors=True),
+     lambda x: torch.linalg.lu_factor_ex(x, check_errors=True),
+     lambda x: torch.linalg.solve_ex(x, x, check_errors=True),
+     lambda x: torch.linalg.ldl_factor_ex(x, check_errors=True)],
+    ids=["cholesky_ex", "inv_ex", "lu_factor_ex", "solve_ex", "ldl_factor_ex"],
+)  # fmt: skip
+def test_ex_ops_with_check_errors_raise_as_eager(fn):
+    singular = torch.zeros(2, 3, 3)
+    with pytest.raises(RuntimeError) as expected:
+        fn(singular)
+    with pytest.raises(RuntimeError) as actual:
+        _compiled(fn, singular)
+    assert type(actual.value) is type(expected.value)
+    assert str(actual.value) == str(expected.value)
+    _check(fn, _spd((2, 3)))  # and no error where eager raises none

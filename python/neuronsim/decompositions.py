@@ -13,6 +13,7 @@ import math
 import torch
 
 from .distances import DISTANCE_DECOMPOSITIONS
+from .grouped_mm import GROUPED_MM_DECOMPOSITIONS
 from .linalg import LINALG_DECOMPOSITIONS
 from .special_functions import SPECIAL_DECOMPOSITIONS
 
@@ -159,6 +160,7 @@ def transformer_encoder_layer_fwd(
 NEURON_DECOMPOSITIONS = {
     aten._scaled_dot_product_flash_attention_for_cpu_backward.default: sdpa_flash_cpu_backward,
     aten._transformer_encoder_layer_fwd.default: transformer_encoder_layer_fwd,
+    **GROUPED_MM_DECOMPOSITIONS,
     **SPECIAL_DECOMPOSITIONS,
     **LINALG_DECOMPOSITIONS,
     **DISTANCE_DECOMPOSITIONS,

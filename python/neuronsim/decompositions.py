@@ -154,7 +154,19 @@ def transformer_encoder_layer_fwd(
     return x if norm_first else norm(x, norm_weight_2, norm_bias_2)
 
 
+def angle(x: torch.Tensor) -> torch.Tensor:
+    """aten.angle of a real tensor, as eager's kernel: pi for x < 0, 0 otherwise, NaN stays
+    NaN; integers give the default float dtype. A complex input keeps aten.angle, which the
+    complex lowering rewrites to atan2(imag, real)."""
+    if x.dtype.is_complex:
+        return NotImplemented
+    dtype = x.dtype if x.is_floating_point() else torch.get_default_dtype()
+    result = torch.where(x < 0, math.pi, 0.0).to(dtype)
+    return torch.where(torch.isnan(x), x, result) if x.is_floating_point() else result
+
+
 NEURON_DECOMPOSITIONS = {
+    aten.angle.default: angle,
     aten._scaled_dot_product_flash_attention_for_cpu_backward.default: sdpa_flash_cpu_backward,
     aten._transformer_encoder_layer_fwd.default: transformer_encoder_layer_fwd,
     **SPECIAL_DECOMPOSITIONS,

@@ -30,6 +30,7 @@ from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
 
 from . import native
 from .compiler import compile_fx_graph
+from .complex_lowering import BRIDGE, PROBLEM
 from .dtypes import GRAPH_DTYPE_NAMES
 from .errors import NeuronCompileError
 from .graph_export import target_name
@@ -132,6 +133,8 @@ def support_problem(node: torch.fx.Node) -> str | None:
     "" means: the op itself is not supported; otherwise the text names the unsupported
     dtype or layout of one of its tensors (the op is supported for other tensors).
     """
+    if PROBLEM in node.meta:  # a complex node the complex lowering kept (complex_lowering.py)
+        return node.meta[PROBLEM]
     if target_name(node.target) not in _supported() and not _is_kernel(node):
         return ""
     for tensor in _node_tensors(node):
@@ -196,8 +199,8 @@ def unsupported_nodes(gm: torch.fx.GraphModule) -> list[tuple[torch.fx.Node, str
     (collectives are not among them: they run through the process group)."""
     found = []
     for node in _compute_nodes(gm):
-        if is_collective(node):
-            continue
+        if is_collective(node) or node.meta.get(BRIDGE):
+            continue  # bridges to a complex node that is reported: not reported themselves
         problem = support_problem(node)
         if problem is not None:
             found.append((node, problem))

@@ -1,0 +1,380 @@
+"""The rewrite rules of the complex lowering (complex_lowering.py) for layout, arithmetic and
+construction ops: each takes the node and its arguments, complex ones as Cx (two real planes),
+and returns the result's planes (or a real node), built with the pass's helpers."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+import torch.fx
+
+if TYPE_CHECKING:
+    from .complex_lowering import Lowering
+
+aten = torch.ops.aten
+
+_REAL_DTYPE = {
+    torch.complex32: torch.float16,
+    torch.complex64: torch.float32,
+    torch.complex128: torch.float64,
+}
+
+
+def real_dtype(dtype: torch.dtype) -> torch.dtype:
+    return _REAL_DTYPE[dtype]
+
+
+@dataclass(frozen=True)
+class Cx:
+    """A complex value inside the pass: its real and imaginary planes (FX nodes)."""
+
+    re: torch.fx.Node
+    im: torch.fx.Node
+
+
+def is_complex(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and value.dtype.is_complex
+
+
+def flat(value: Any) -> list[Any]:
+    if isinstance(value, (list, tuple)):
+        return [v for item in value for v in flat(item)]
+    return [value]
+
+
+Rule = Callable[["Lowering", torch.fx.Node, tuple[Any, ...], dict[str, Any]], Any]
+RULES: dict[Any, Rule] = {}
+
+
+def rule(*targets: Any) -> Callable[[Rule], Rule]:
+    def register(fn: Rule) -> Rule:
+        for target in targets:
+            RULES[target] = fn
+        return fn
+
+    return register
+
+
+class NoRule(Exception):
+    """The node's complex arguments are not handled by its rule (e.g. a complex exponent)."""
+
+
+def number(value: Any) -> bool:
+    return isinstance(value, (int, float, bool)) and not isinstance(value, torch.fx.Node)
+
+
+# ---------------------------------------------------------------------------------------------
+# Rules: layout and linear ops apply to both planes
+
+
+def _componentwise(*data: int) -> Rule:
+    """A rule for an op that acts on the real and the imaginary part alike; `data` are the
+    positions of its tensor arguments that carry values (a list position: each element).
+    Real tensors there count as complex with a zero imaginary part."""
+
+    def rule(low: Lowering, node: torch.fx.Node, args: tuple, kwargs: dict) -> Any:
+        value = node.meta["val"]
+        planes: list[Any] = []
+        for part in (0, 1):
+            new_args = list(args)
+            for position in data:
+                if position >= len(new_args):
+                    continue
+                item = new_args[position]
+                if isinstance(item, (list, tuple)):
+                    new_args[position] = [low_part(low, node, x, part) for x in item]
+                else:
+                    new_args[position] = low_part(low, node, item, part)
+            if any(isinstance(a, Cx) for a in flat(new_args)) or any(
+                isinstance(v, Cx) for v in flat(list(kwargs.values()))
+            ):
+                raise NoRule()
+            planes.append(low.emit(node.target, *new_args, **kwargs))
+        if isinstance(value, (list, tuple)):
+            return [
+                Cx(
+                    low.emit(operator.getitem, planes[0], i),
+                    low.emit(operator.getitem, planes[1], i),
+                )
+                for i in range(len(value))
+            ]
+        if not is_complex(value):
+            raise NoRule()
+        return Cx(planes[0], planes[1])
+
+    return rule
+
+
+def low_part(low: Lowering, node: torch.fx.Node, value: Any, part: int) -> Any:
+    """Part `part` (0 re, 1 im) of a data argument, in the result's real dtype."""
+    result = flat(node.meta["val"])[0]
+    dtype = real_dtype(result.dtype) if is_complex(result) else None
+    if isinstance(value, Cx):
+        plane = value.re if part == 0 else value.im
+        return low.cast(plane, dtype) if dtype is not None else plane
+    if isinstance(value, torch.fx.Node):
+        if part == 0:
+            return low.cast(value, dtype) if dtype is not None else value
+        return low.emit(aten.zeros_like.default, low.cast(value, dtype or low.val(value).dtype))
+    if isinstance(value, complex):
+        return value.real if part == 0 else value.imag
+    return value if part == 0 else 0
+
+
+for _target, _positions in [
+    (aten.clone.default, (0,)), (aten.alias.default, (0,)), (aten.detach.default, (0,)),
+    (aten.lift_fresh_copy.default, (0,)), (aten.slice.Tensor, (0,)), (aten.select.int, (0,)),
+    (aten.permute.default, (0,)), (aten.view.default, (0,)), (aten._unsafe_view.default, (0,)),
+    (aten.reshape.default, (0,)), (aten.expand.default, (0,)), (aten.squeeze.default, (0,)),
+    (aten.squeeze.dim, (0,)), (aten.squeeze.dims, (0,)), (aten.unsqueeze.default, (0,)),
+    (aten.transpose.int, (0,)), (aten.t.default, (0,)), (aten.flip.default, (0,)),
+    (aten.roll.default, (0,)), (aten.repeat.default, (0,)), (aten.unfold.default, (0,)),
+    (aten.index_select.default, (0,)), (aten.index.Tensor, (0,)), (aten.gather.default, (0,)),
+    (aten.sum.dim_IntList, (0,)), (aten.sum.default, (0,)), (aten.mean.dim, (0,)),
+    (aten.mean.default, (0,)), (aten.narrow.default, (0,)), (aten.diagonal.default, (0,)),
+    (aten.split.Tensor, (0,)), (aten.split_with_sizes.default, (0,)), (aten.unbind.int, (0,)),
+    (aten.as_strided.default, (0,)), (aten.cat.default, (0,)), (aten.stack.default, (0,)),
+    (aten.where.self, (1, 2)), (aten.slice_scatter.default, (0, 1)),
+    (aten.select_scatter.default, (0, 1)), (aten.index_put.default, (0, 2)),
+    (aten.copy.default, (0, 1)), (aten.masked_fill.Scalar, (0, 2)),
+    (aten.masked_fill.Tensor, (0, 2)), (aten.constant_pad_nd.default, (0, 2)),
+    (aten.tril.default, (0,)), (aten.triu.default, (0,)), (aten.repeat_interleave.self_int, (0,)),
+    (aten.expand_copy.default, (0,)), (aten.permute_copy.default, (0,)),
+    (aten.view_copy.default, (0,)), (aten.slice_copy.Tensor, (0,)),
+    (aten.select_copy.int, (0,)), (aten.unsqueeze_copy.default, (0,)),
+    (aten.resolve_conj.default, (0,)), (aten.resolve_neg.default, (0,)),
+]:  # fmt: skip
+    RULES[_target] = _componentwise(*_positions)
+
+
+# ---------------------------------------------------------------------------------------------
+# Rules: arithmetic
+
+
+@rule(aten.add.Tensor, aten.add.Scalar, aten.sub.Tensor, aten.sub.Scalar, aten.rsub.Tensor,
+       aten.rsub.Scalar)  # fmt: skip
+def _add(low: Lowering, node: torch.fx.Node, args: tuple, kwargs: dict) -> Cx:
+    ar, ai = low.parts(args[0])
+    br, bi = low.parts(args[1])
+    alpha = kwargs.get("alpha", args[2] if len(args) > 2 else 1)
+    if isinstance(alpha, complex):
+        br, bi = (
+            low.sub(low.mul(br, alpha.real), low.mul(bi, alpha.imag)),
+            low.add(low.mul(br, alpha.imag), low.mul(bi, alpha.real)),
+        )
+    elif alpha != 1:
+        br, bi = low.mul(br, alpha), low.mul(bi, alpha)
+    name = node.target._opname
+    if name == "rsub":
+        (ar, ai), (br, bi) = (br, bi), (ar, ai)
+    if name == "add":
+        return low.finish(node, low.add(ar, br), low.add(ai, bi))
+    return low.finish(node, low.sub(ar, br), low.sub(ai, bi))
+
+
+def _complex_product(low: Lowering, a: tuple[Any, Any], b: tuple[Any, Any]) -> tuple[Any, Any]:
+    (ar, ai), (br, bi) = a, b
+    return low.sub(low.mul(ar, br), low.mul(ai, bi)), low.add(low.mul(ar, bi), low.mul(ai, br))
+
+
+@rule(aten.mul.Tensor, aten.mul.Scalar)
+def _mul(low: Lowering, node: torch.fx.Node, args: tuple, kwargs: dict) -> Cx:
+    return low.finish(node, *_complex_product(low, low.parts(args[0]), low.parts(args[1])))
+
+
+@rule(aten.mm.default, aten.bmm.default)
+def _matmul(low: Lowering, node: torch.fx.Node, args: tuple, kwargs: dict) -> Cx:
+    value = node.meta["val"]
+    dtype = real_dtype(value.dtype)
+
+    def product(x: Any, y: Any) -> Any:
+        if x is None or y is None:
+            return None
+        return low.emit(node.target, low.cast(x, dtype), low.cast(y, dtype))
+
+    (ar, ai), (br, bi) = low.parts(args[0]), low.parts(args[1])
+    re = low.sub(product(ar, br), product(ai, bi))
+    im = low.add(product(ar, bi), product(ai, br))
+    return low.finish(node, re, im)
+
+
+@rule(aten.div.Tensor, aten.div.Scalar)
+def _div(low: Lowering, node: torch.fx.Node, args: tuple, kwargs: dict) -> Cx:
+    if kwargs.get("rounding_mode") is not None:
+        raise NoRule()
+    (ar, ai), (br, bi) = low.parts(args[0]), low.parts(args[1])
+    dtype = real_dtype(node.meta["val"].dtype)
+    if bi is None or (number(bi) and bi == 0):
+        if number(br):
+            return low.finish(node, low.mul(ar, 1.0 / br), low.mul(ai, 1.0 / br))
+        br = low.cast(br, dtype)
+        return low.finish(node, low.div(ar, br), low.div(ai, br))
+    if number(br) and number(bi):  # a complex Python scalar divisor
+        inverse = 1.0 / complex(br, bi)
+        return low.finish(node, *_complex_product(low, (ar, ai), (inverse.real, inverse.imag)))
+    # (a / b) with b scaled by max(|br|, |bi|) first, as c10::complex does, so |b|^2 does not
+    # overflow or underflow: a * conj(b') / (|b'|^2 * scale), b' = b / scale.
+    br, bi = (low.plane(p, tuple(node.meta["val"].shape), dtype) for p in (br, bi))
+    scale = low.emit(
+        aten.maximum.default, low.emit(aten.abs.default, br), low.emit(aten.abs.default, bi)
+    )
+    br, bi = low.div(br, scale), low.div(bi, scale)
+    denominator = low.mul(low.add(low.mul(br, br), low.mul(bi, bi)), scale)
+    re = low.add(low.mul(ar, br), low.mul(ai, bi))
+    im = low.sub(low.mul(ai, br), low.mul(ar, bi))
+    return low.finish(node, low.div(re, denominator), low.div(im, denominator))
+
+
+@rule(aten.reciprocal.default)
+def _reciprocal(low: Lowering, node: torch.fx.Node, args: tuple, kwargs: dict) -> Cx:
+    one = low.full((), 1.0, real_dtype(node.meta["val"].dtype))
+    return _div(low, node, (one, args[0]), {})
+
+
+@rule(aten.neg.default, aten._neg_view.default)
+def _neg(low: Lowering, node: torch.fx.Node, args: tuple, kwargs: dict) -> Cx:
+    re, im = low.parts(args[0])
+    return low.finish(node, low.neg(re), low.neg(im))
+
+
+@rule(aten._conj.default, aten.conj.default, aten._conj_physical.default,
+       aten.conj_physical.default, aten._conj_copy.default)  # fmt: skip
+def _conj(low: Lowering, node: torch.fx.Node, args: tuple, kwargs: dict) -> Cx:
+    re, im = low.parts(args[0])
+    return low.finish(node, re, low.neg(im))
+
+
+@rule(aten.abs.default)
+def _abs(low: Lowering, node: torch.fx.Node, args: tuple, kwargs: dict) -> torch.fx.Node:
+    if not isinstance(args[0], Cx):
+        raise NoRule()
+    return low.emit(aten.hypot.default, args[0].re, args[0].im)
+
+
+@rule(aten.angle.default)
+def _angle(low: Lowering, node: torch.fx.Node, args: tuple, kwargs: dict) -> torch.fx.Node:
+    if not isinstance(args[0], Cx):
+        raise NoRule()
+    return low.emit(aten.atan2.default, args[0].im, args[0].re)
+
+
+@rule(aten.sgn.default)
+def _sgn(low: Lowering, node: torch.fx.Node, args: tuple, kwargs: dict) -> Cx:
+    if not isinstance(args[0], Cx):
+        raise NoRule()
+    x = args[0]
+    magnitude = low.emit(aten.hypot.default, x.re, x.im)
+    zero = low.emit(aten.eq.Scalar, magnitude, 0)
+    safe = low.emit(aten.where.self, zero, low.full((), 1.0, low.val(magnitude).dtype), magnitude)
+    re, im = (low.emit(aten.where.self, zero, low.full((), 0.0, low.val(magnitude).dtype),
+                       low.div(p, safe)) for p in (x.re, x.im))  # fmt: skip
+    return low.finish(node, re, im)
+
+
+@rule(aten.exp.default)
+def _exp(low: Lowering, node: torch.fx.Node, args: tuple, kwargs: dict) -> Cx:
+    if not isinstance(args[0], Cx):
+        raise NoRule()
+    magnitude = low.emit(aten.exp.default, args[0].re)
+    re = low.mul(magnitude, low.emit(aten.cos.default, args[0].im))
+    im = low.mul(magnitude, low.emit(aten.sin.default, args[0].im))
+    return low.finish(node, re, im)
+
+
+@rule(aten.eq.Tensor, aten.eq.Scalar, aten.ne.Tensor, aten.ne.Scalar)
+def _eq(low: Lowering, node: torch.fx.Node, args: tuple, kwargs: dict) -> torch.fx.Node:
+    (ar, ai), (br, bi) = low.parts(args[0]), low.parts(args[1])
+    shape = tuple(node.meta["val"].shape)
+    dtype = low.val(args[0].re if isinstance(args[0], Cx) else args[1].re).dtype
+
+    def compare(x: Any, y: Any) -> torch.fx.Node:
+        x = low.plane(x, shape, dtype)
+        y = y if number(y) else low.plane(y, shape, dtype)
+        return low.emit(aten.eq.Tensor if isinstance(y, torch.fx.Node) else aten.eq.Scalar, x, y)
+
+    equal = low.emit(aten.logical_and.default, compare(ar, br or 0), compare(ai, bi or 0))
+    if node.target._opname == "ne":
+        return low.emit(aten.logical_not.default, equal)
+    return equal
+
+
+@rule(aten.isnan.default)
+def _isnan(low: Lowering, node: torch.fx.Node, args: tuple, kwargs: dict) -> torch.fx.Node:
+    x = args[0]
+    return low.emit(
+        aten.logical_or.default,
+        low.emit(aten.isnan.default, x.re),
+        low.emit(aten.isnan.default, x.im),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Rules: construction and conversion
+
+
+@rule(aten.view_as_real.default)
+def _view_as_real(low: Lowering, node: torch.fx.Node, args: tuple, kwargs: dict) -> Any:
+    return low.pack(args[0])
+
+
+@rule(aten.view_as_complex.default)
+def _view_as_complex(low: Lowering, node: torch.fx.Node, args: tuple, kwargs: dict) -> Cx:
+    return low.unpack(args[0])
+
+
+@rule(aten.complex.default)
+def _complex(low: Lowering, node: torch.fx.Node, args: tuple, kwargs: dict) -> Cx:
+    return low.finish(node, args[0], args[1])
+
+
+@rule(aten.polar.default)
+def _polar(low: Lowering, node: torch.fx.Node, args: tuple, kwargs: dict) -> Cx:
+    magnitude, angle = args
+    re = low.mul(magnitude, low.emit(aten.cos.default, angle))
+    im = low.mul(magnitude, low.emit(aten.sin.default, angle))
+    return low.finish(node, re, im)
+
+
+@rule(aten._to_copy.default)
+def _to_copy(low: Lowering, node: torch.fx.Node, args: tuple, kwargs: dict) -> Any:
+    value = node.meta["val"]
+    kwargs.pop("dtype", None)
+    kwargs.pop("memory_format", None)
+    if kwargs.get("device") is not None and torch.device(kwargs["device"]) != value.device:
+        raise NoRule()
+    re, im = low.parts(args[0])
+    if is_complex(value):
+        return low.finish(node, re, im)
+    if value.dtype == torch.bool:  # nonzero in either part
+        return low.emit(
+            aten.logical_or.default,
+            low.emit(aten.ne.Scalar, re, 0),
+            low.emit(aten.ne.Scalar, im, 0),
+        )
+    return low.cast(re, value.dtype)  # eager discards the imaginary part
+
+
+@rule(aten.full.default, aten.scalar_tensor.default, aten.full_like.default,
+       aten.zeros_like.default, aten.ones_like.default, aten.zeros.default, aten.ones.default,
+       aten.empty.memory_format, aten.empty_like.default, aten.fill.Scalar)  # fmt: skip
+def _creation(low: Lowering, node: torch.fx.Node, args: tuple, kwargs: dict) -> Cx:
+    value = node.meta["val"]
+    if not is_complex(value):
+        raise NoRule()
+    name = node.target._opname
+    fill: Any = 0
+    if name in ("full", "full_like", "fill"):
+        fill = args[1] if len(args) > 1 else kwargs["fill_value"]
+    elif name == "scalar_tensor":
+        fill = args[0]
+    elif name.startswith("ones"):
+        fill = 1
+    if not isinstance(fill, (int, float, bool, complex)):
+        raise NoRule()
+    fill = complex(fill)
+    dtype = real_dtype(value.dtype)
+    return low.planes_like(fill.real, fill.imag, tuple(value.shape), dtype)

@@ -120,6 +120,26 @@ def _reads_storage_of_a_view(node: torch.fx.Node) -> bool:
     )
 
 
+# Ops whose int16 results are int16 values of their inputs (moved, selected, compared) or a
+# conversion into int16 (which the host's int32 -> int16 conversion wraps as eager does): exact
+# with int16 held as int32 on the device. Arithmetic could leave the int16 range there.
+_INT16_EXACT = _SHAPE_OPS | {
+    "aten._to_copy.default", "aten.cat.default", "aten.constant_pad_nd.default",
+    "aten.copy.default", "aten.flip.default", "aten.full.default", "aten.full_like.default",
+    "aten.gather.default", "aten.index.Tensor", "aten.index_select.default",
+    "aten.masked_fill.Scalar", "aten.scalar_tensor.default", "aten.select_scatter.default",
+    "aten.slice_scatter.default", "aten.where.self", "aten.zeros_like.default",
+    "aten.amax.default", "aten.amin.default", "aten.maximum.default", "aten.minimum.default",
+}  # fmt: skip
+
+
+def _int16_arithmetic(node: torch.fx.Node) -> bool:
+    results = _tensors(node.meta.get("val"))
+    return any(t.dtype == torch.int16 for t in results) and (
+        target_name(node.target) not in _INT16_EXACT
+    )
+
+
 def _is_kernel(node: torch.fx.Node) -> bool:
     """A call of a custom tile kernel (neuronsim.kernels.torch_op)."""
     from .kernels.kernel import kernel_op
@@ -144,6 +164,8 @@ def support_problem(node: torch.fx.Node) -> str | None:
             return f"{str(tensor.dtype).removeprefix('torch.')} tensors"
     if _reads_storage_of_a_view(node):
         return "an input that is a non-contiguous or offset view"
+    if _int16_arithmetic(node):
+        return "int16 arithmetic: int16 is held as int32 on the device, without wraparound"
     return None
 
 

@@ -40,6 +40,10 @@ def is_complex(value: Any) -> bool:
     return isinstance(value, torch.Tensor) and value.dtype.is_complex
 
 
+def is_complex_dtype(dtype: Any) -> bool:
+    return isinstance(dtype, torch.dtype) and dtype.is_complex
+
+
 def flat(value: Any) -> list[Any]:
     if isinstance(value, (list, tuple)):
         return [v for item in value for v in flat(item)]
@@ -93,6 +97,8 @@ def _componentwise(*data: int) -> Rule:
                 isinstance(v, Cx) for v in flat(list(kwargs.values()))
             ):
                 raise NoRule()
+            if is_complex_dtype(kwargs.get("dtype")):  # sum(..., dtype=complex64) and alike
+                kwargs = {**kwargs, "dtype": real_dtype(kwargs["dtype"])}
             planes.append(low.emit(node.target, *new_args, **kwargs))
         if isinstance(value, (list, tuple)):
             return [
@@ -158,19 +164,16 @@ for _target, _positions in [
 @rule(aten.add.Tensor, aten.add.Scalar, aten.sub.Tensor, aten.sub.Scalar, aten.rsub.Tensor,
        aten.rsub.Scalar)  # fmt: skip
 def _add(low: Lowering, node: torch.fx.Node, args: tuple, kwargs: dict) -> Cx:
-    ar, ai = low.parts(args[0])
-    br, bi = low.parts(args[1])
+    """a + alpha b, a - alpha b, and rsub: b - alpha a."""
+    name = node.target._opname
+    first, second = (args[1], args[0]) if name == "rsub" else (args[0], args[1])
+    ar, ai = low.parts(first)
+    br, bi = low.parts(second)
     alpha = kwargs.get("alpha", args[2] if len(args) > 2 else 1)
     if isinstance(alpha, complex):
-        br, bi = (
-            low.sub(low.mul(br, alpha.real), low.mul(bi, alpha.imag)),
-            low.add(low.mul(br, alpha.imag), low.mul(bi, alpha.real)),
-        )
+        br, bi = _complex_product(low, (br, bi), (alpha.real, alpha.imag))
     elif alpha != 1:
         br, bi = low.mul(br, alpha), low.mul(bi, alpha)
-    name = node.target._opname
-    if name == "rsub":
-        (ar, ai), (br, bi) = (br, bi), (ar, ai)
     if name == "add":
         return low.finish(node, low.add(ar, br), low.add(ai, bi))
     return low.finish(node, low.sub(ar, br), low.sub(ai, bi))

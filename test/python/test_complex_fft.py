@@ -207,6 +207,14 @@ def test_complex_matmul():
            _cplx(8, 3))  # fmt: skip
 
 
+def test_alpha_and_dtype_arguments():
+    def fn(a, b):
+        return (torch.rsub(a, b, alpha=2), torch.sub(a, b, alpha=1j), torch.add(a, b, alpha=3),
+                1 - a, a.sum(0, dtype=torch.complex128), a.sum(dtype=torch.complex64))  # fmt: skip
+
+    _check(fn, _cplx(3, 4), _cplx(3, 4))
+
+
 # ---------------------------------------------------------------------------------------------
 # The boundary
 

@@ -14,10 +14,12 @@ lower_complex() rewrites every node that produces or consumes a complex tensor i
   component's elements contiguous for the engines (a trailing 2 would make every access a
   stride-2 one) and let layout ops apply unchanged.
 - Layout and linear ops (slice, select, permute, view/reshape, expand, clone, cat, pad, flip,
-  index, gather, sum, mean, where, ...) apply to both planes. Complex arithmetic (add, sub, mul,
-  div, neg, conj, abs, angle, sgn, reciprocal, exp, mm/bmm, eq/ne, isnan), construction
-  (complex, polar, view_as_complex, _to_copy to or from complex, full/scalar_tensor) and the
-  views real/imag (view_as_real + select) become their real formulas.
+  index, gather, scatter, sum, mean, cumsum, where, ...) apply to both planes. Complex
+  arithmetic (add, sub, mul, div, neg, conj, abs, angle, sgn, reciprocal, exp, log, sin, cos,
+  sinh, cosh, pow by 1-3, mm/bmm/addmm/baddbmm as one real matmul, var, vector norms, eq/ne,
+  logical ops, any/all, isnan), construction (complex, polar, view_as_complex, _to_copy to or
+  from complex, full/scalar_tensor) and the views real/imag (view_as_real + select) become
+  their real formulas (complex_rules.py).
 - FFTs (_fft_r2c, _fft_c2c, _fft_c2r, which every torch.fft function and stft reach) are DFTs
   by matrix product, one 1-D transform per transformed dimension: the planes of the input are
   concatenated along that dimension and multiplied by one real block matrix

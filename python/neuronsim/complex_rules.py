@@ -125,7 +125,8 @@ def low_part(low: Lowering, node: torch.fx.Node, value: Any, part: int) -> Any:
     if isinstance(value, torch.fx.Node):
         if part == 0:
             return low.cast(value, dtype) if dtype is not None else value
-        return low.emit(aten.zeros_like.default, low.cast(value, dtype or low.val(value).dtype))
+        real = low.val(value)
+        return low.full(tuple(real.shape), 0.0, dtype or real.dtype)
     if isinstance(value, complex):
         return value.real if part == 0 else value.imag
     return value if part == 0 else 0
@@ -153,6 +154,10 @@ for _target, _positions in [
     (aten.view_copy.default, (0,)), (aten.slice_copy.Tensor, (0,)),
     (aten.select_copy.int, (0,)), (aten.unsqueeze_copy.default, (0,)),
     (aten.resolve_conj.default, (0,)), (aten.resolve_neg.default, (0,)),
+    (aten.cumsum.default, (0,)), (aten.scatter.src, (0, 3)), (aten.scatter.value, (0, 3)),
+    (aten.scatter_add.default, (0, 3)), (aten.put.default, (0, 2)),
+    (aten.masked_scatter.default, (0, 2)), (aten.narrow_copy.default, (0,)),
+    (aten.unbind_copy.int, (0,)),
 ]:  # fmt: skip
     RULES[_target] = _componentwise(*_positions)
 
@@ -170,13 +175,19 @@ def _add(low: Lowering, node: torch.fx.Node, args: tuple, kwargs: dict) -> Cx:
     ar, ai = low.parts(first)
     br, bi = low.parts(second)
     alpha = kwargs.get("alpha", args[2] if len(args) > 2 else 1)
-    if isinstance(alpha, complex):
-        br, bi = _complex_product(low, (br, bi), (alpha.real, alpha.imag))
-    elif alpha != 1:
-        br, bi = low.mul(br, alpha), low.mul(bi, alpha)
+    br, bi = _scaled(low, (br, bi), alpha)
     if name == "add":
         return low.finish(node, low.add(ar, br), low.add(ai, bi))
     return low.finish(node, low.sub(ar, br), low.sub(ai, bi))
+
+
+def _scaled(low: Lowering, parts: tuple[Any, Any], factor: Any) -> tuple[Any, Any]:
+    """parts times a Python scalar factor (alpha, beta): a complex product for a complex one."""
+    if isinstance(factor, complex):
+        return _complex_product(low, parts, (factor.real, factor.imag))
+    if factor == 1:
+        return parts
+    return low.mul(parts[0], factor), low.mul(parts[1], factor)
 
 
 def _complex_product(low: Lowering, a: tuple[Any, Any], b: tuple[Any, Any]) -> tuple[Any, Any]:
@@ -191,18 +202,37 @@ def _mul(low: Lowering, node: torch.fx.Node, args: tuple, kwargs: dict) -> Cx:
 
 @rule(aten.mm.default, aten.bmm.default)
 def _matmul(low: Lowering, node: torch.fx.Node, args: tuple, kwargs: dict) -> Cx:
-    value = node.meta["val"]
-    dtype = real_dtype(value.dtype)
-
-    def product(x: Any, y: Any) -> Any:
-        if x is None or y is None:
-            return None
-        return low.emit(node.target, low.cast(x, dtype), low.cast(y, dtype))
-
-    (ar, ai), (br, bi) = low.parts(args[0]), low.parts(args[1])
-    re = low.sub(product(ar, br), product(ai, bi))
-    im = low.add(product(ar, bi), product(ai, br))
+    re, im = _product_planes(low, node.target, args[0], args[1], node.meta["val"].dtype)
     return low.finish(node, re, im)
+
+
+@rule(aten.addmm.default, aten.baddbmm.default)
+def _addmm(low: Lowering, node: torch.fx.Node, args: tuple, kwargs: dict) -> Cx:
+    """beta self + alpha (m1 @ m2); beta = 0 ignores self (NaN included), as eager."""
+    beta = kwargs.get("beta", args[3] if len(args) > 3 else 1)
+    alpha = kwargs.get("alpha", args[4] if len(args) > 4 else 1)
+    target = aten.mm.default if node.target == aten.addmm.default else aten.bmm.default
+    product = _product_planes(low, target, args[1], args[2], node.meta["val"].dtype)
+    product = _scaled(low, product, alpha)
+    if beta == 0:
+        return low.finish(node, *product)
+    shifted = _scaled(low, low.parts(args[0]), beta)
+    return low.finish(node, low.add(shifted[0], product[0]), low.add(shifted[1], product[1]))
+
+
+def _product_planes(low: Lowering, target: Any, a: Any, b: Any, dtype: torch.dtype) -> tuple:
+    """One real matmul: [ar | ai] @ [[br, bi], [-bi, br]] = [re | im] (K and N doubled).
+    (Eager's matmuls take operands of one dtype: both are complex here.)"""
+    if not (isinstance(a, Cx) and isinstance(b, Cx)):
+        raise NoRule()
+    dtype = real_dtype(dtype)
+    ar, ai, br, bi = (low.cast(p, dtype) for p in (a.re, a.im, b.re, b.im))
+    n = low.val(br).shape[-1]
+    left = low.emit(aten.cat.default, [ar, ai], -1)
+    top = low.emit(aten.cat.default, [br, bi], -1)
+    bottom = low.emit(aten.cat.default, [low.neg(bi), br], -1)
+    out = low.emit(target, left, low.emit(aten.cat.default, [top, bottom], -2))
+    return tuple(low.emit(aten.slice.Tensor, out, -1, i * n, (i + 1) * n) for i in (0, 1))
 
 
 @rule(aten.div.Tensor, aten.div.Scalar)
@@ -303,6 +333,97 @@ def _eq(low: Lowering, node: torch.fx.Node, args: tuple, kwargs: dict) -> torch.
     if node.target._opname == "ne":
         return low.emit(aten.logical_not.default, equal)
     return equal
+
+
+def _nonzero(low: Lowering, value: Any) -> Any:
+    """The truth value of a complex operand: either part nonzero."""
+    if not isinstance(value, Cx):
+        return value
+    return low.emit(
+        aten.logical_or.default,
+        low.emit(aten.ne.Scalar, value.re, 0),
+        low.emit(aten.ne.Scalar, value.im, 0),
+    )
+
+
+@rule(aten.logical_not.default, aten.logical_and.default, aten.logical_or.default,
+      aten.logical_xor.default, aten.any.default, aten.any.dim, aten.any.dims,
+      aten.all.default, aten.all.dim, aten.all.dims)  # fmt: skip
+def _logical(low: Lowering, node: torch.fx.Node, args: tuple, kwargs: dict) -> torch.fx.Node:
+    """Logical ops and any/all read a complex operand as nonzero in either part."""
+    if isinstance(node.meta["val"], torch.Tensor) and node.meta["val"].dtype.is_complex:
+        raise NoRule()
+    return low.emit(node.target, *(_nonzero(low, a) for a in args), **kwargs)
+
+
+@rule(aten.linalg_vector_norm.default)
+def _vector_norm(low: Lowering, node: torch.fx.Node, args: tuple, kwargs: dict) -> Any:
+    """The norm of a complex vector is the norm of its magnitudes."""
+    if not isinstance(args[0], Cx) or is_complex_dtype(kwargs.get("dtype")):
+        raise NoRule()
+    magnitude = low.emit(aten.hypot.default, args[0].re, args[0].im)
+    return low.emit(node.target, magnitude, *args[1:], **kwargs)
+
+
+@rule(aten.var.correction, aten.var_mean.correction)
+def _var(low: Lowering, node: torch.fx.Node, args: tuple, kwargs: dict) -> Any:
+    """var(z) = var(re) + var(im): |z - mean|^2 is the sum of the parts' squared deviations."""
+    x = args[0]
+    if not isinstance(x, Cx):
+        raise NoRule()
+    parts = [low.emit(node.target, plane, *args[1:], **kwargs) for plane in (x.re, x.im)]
+    if node.target == aten.var.correction:
+        return low.add(parts[0], parts[1])
+    var = [low.emit(operator.getitem, p, 0) for p in parts]
+    mean = [low.emit(operator.getitem, p, 1) for p in parts]
+    return [low.add(var[0], var[1]), Cx(mean[0], mean[1])]
+
+
+@rule(aten.log.default)
+def _log(low: Lowering, node: torch.fx.Node, args: tuple, kwargs: dict) -> Cx:
+    """log z = log |z| + i arg z."""
+    x = args[0]
+    if not isinstance(x, Cx):
+        raise NoRule()
+    magnitude = low.emit(aten.log.default, low.emit(aten.hypot.default, x.re, x.im))
+    return low.finish(node, magnitude, low.emit(aten.atan2.default, x.im, x.re))
+
+
+@rule(aten.sin.default, aten.cos.default, aten.sinh.default, aten.cosh.default)
+def _trig(low: Lowering, node: torch.fx.Node, args: tuple, kwargs: dict) -> Cx:
+    """sin(a + ib) = sin a cosh b + i cos a sinh b, cos(a + ib) = cos a cosh b - i sin a sinh b,
+    sinh(a + ib) = sinh a cos b + i cosh a sin b, cosh(a + ib) = cosh a cos b + i sinh a sin b."""
+    x = args[0]
+    if not isinstance(x, Cx):
+        raise NoRule()
+    name = node.target._opname
+
+    def f(op: Any, plane: torch.fx.Node) -> torch.fx.Node:
+        return low.emit(op.default, plane)
+
+    if name in ("sin", "cos"):
+        sin, cos = f(aten.sin, x.re), f(aten.cos, x.re)
+        sinh, cosh = f(aten.sinh, x.im), f(aten.cosh, x.im)
+        if name == "sin":
+            return low.finish(node, low.mul(sin, cosh), low.mul(cos, sinh))
+        return low.finish(node, low.mul(cos, cosh), low.neg(low.mul(sin, sinh)))
+    sinh, cosh = f(aten.sinh, x.re), f(aten.cosh, x.re)
+    sin, cos = f(aten.sin, x.im), f(aten.cos, x.im)
+    if name == "sinh":
+        return low.finish(node, low.mul(sinh, cos), low.mul(cosh, sin))
+    return low.finish(node, low.mul(cosh, cos), low.mul(sinh, sin))
+
+
+@rule(aten.pow.Tensor_Scalar)
+def _pow(low: Lowering, node: torch.fx.Node, args: tuple, kwargs: dict) -> Cx:
+    """Integer powers 1 to 3 as products (eager's pow special-cases them the same way)."""
+    x, exponent = args
+    if not isinstance(x, Cx) or exponent not in (1, 2, 3) or isinstance(exponent, bool):
+        raise NoRule()
+    result = (x.re, x.im)
+    for _ in range(int(exponent) - 1):
+        result = _complex_product(low, result, (x.re, x.im))
+    return low.finish(node, *result)
 
 
 @rule(aten.isnan.default)

@@ -122,7 +122,8 @@ private:
   Access describe(nisa::AccessPatternAttr ap, bool write, int q);
   SmallVector<MemoryKey> keysOf(const Access &a) const;
   std::optional<int64_t> distance(const Access &x, const Access &a, int level) const;
-  bool mayOverlap(const Access &x, const Access &a, int level, int64_t d) const;
+  bool mayOverlap(const Access &x, const Access &a, int level, int64_t d,
+                  int later = -1) const;
   void addWait(int queue, const Count &c);
   bool dominates(const Count &a, const Count &b) const;
 
@@ -276,7 +277,11 @@ SmallVector<MemoryKey> SemaphoreInserter::keysOf(const Access &a) const {
 /// loop terms: terms of loops both share in the same iteration cancel, the carried level
 /// shifts by coef * d, and every other term ranges over its loop. Small lattices are
 /// enumerated exactly; large ones are bounded by their range.
-bool SemaphoreInserter::mayOverlap(const Access &x, const Access &a, int level, int64_t d) const {
+///
+/// With `later` (a shared loop below `level`): only instances of `a` in a later iteration
+/// of that loop than `x`'s count.
+bool SemaphoreInserter::mayOverlap(const Access &x, const Access &a, int level, int64_t d,
+                                   int later) const {
   if (x.hbm != a.hbm || x.buffer != a.buffer || x.pHi <= a.pLo || a.pHi <= x.pLo)
     return false;
   unsigned common = 0;
@@ -317,14 +322,27 @@ bool SemaphoreInserter::mayOverlap(const Access &x, const Access &a, int level, 
       // Loops below the common ones may differ (two nests, such as the halves of a
       // nest split over physical cores) and with them the trip counts.
       int64_t nx = range(t, x.trips[t.level]), na = range(a.terms[found], a.trips[t.level]);
+      if (t.level == later) {
+        if (t.modulus > 0 && t.modulus < x.trips[t.level])
+          return true; // residues do not order the iterations
+        if (na < 1)
+          return false; // no later iteration
+        axes.push_back({t.coef, -na, -1}); // i - j <= -1
+        continue;
+      }
       axes.push_back({t.coef, -na, nx});
       continue;
     }
+    if (t.level == later)
+      return true; // only x moves with that loop: not ordered by it
     axes.push_back({t.coef, 0, range(t, x.trips[t.level])});
   }
   for (size_t j = 0; j < a.terms.size(); ++j)
-    if (!matched[j])
+    if (!matched[j]) {
+      if (a.terms[j].level == later)
+        return true;
       axes.push_back({-a.terms[j].coef, 0, range(a.terms[j], a.trips[a.terms[j].level])});
+    }
   // coef * ((iv mod N) - ((iv - d) mod N)) depends on iv mod N: one shift per residue.
   int64_t period = 1;
   for (const LoopTerm &t : rotating)
@@ -435,13 +453,19 @@ void SemaphoreInserter::visitInstruction(nisa::InstructionOpInterface op, bool s
       return;
     // The most recent conflicting instance of `a`: the same iteration of the shared
     // loops above `level`, d iterations back at `level`, the last iteration below.
+    // A carried dependence waits for the same iteration of the shared loops below `level`
+    // as long as no later iteration of them conflicts (a rotating buffer of an inner loop).
+    unsigned keep = level >= 0 ? (unsigned)level : common;
+    unsigned sameBelow = keep + 1;
+    if (level >= 0)
+      while (sameBelow < common && !mayOverlap(x, a, level, *d, (int)sameBelow))
+        ++sameBelow;
     Count c;
     c.base = a.count.base;
-    unsigned keep = level >= 0 ? (unsigned)level : common;
-    c.coef.assign(keep + (level >= 0 ? 1 : 0), 0);
+    c.coef.assign(level >= 0 ? sameBelow : keep, 0);
     for (unsigned l = 0; l < a.depth; ++l) {
       int64_t coef = a.count.at(l);
-      if (l < keep)
+      if (l < keep || (level >= 0 && (int)l > level && l < sameBelow))
         c.coef[l] = coef;
       else if ((int)l == level) {
         c.coef[l] = coef;

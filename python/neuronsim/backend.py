@@ -14,6 +14,7 @@ from torch._dynamo.backends.common import aot_autograd
 from .compiler import compile_fx_graph
 from .complex_lowering import LOWERED_HERE, lower_complex
 from .decompositions import NEURON_DECOMPOSITIONS
+from .grouped_mm import registered_library_op_decompositions
 from .graph_export import target_name
 from .options import resolve_options
 from .partition import check_supported, compile_with_fallback, needs_split, supported_ops
@@ -46,11 +47,17 @@ def _is_functional(op: Any) -> bool:
 
 
 @functools.cache
-def _decompositions() -> Any:
+def _builtin_decompositions() -> Any:
     """Core ATen decompositions, PyTorch's decompositions of the ops the compiler does not
     lower, and ours (decompositions.py); building the table takes about 0.2 s, so it is
     built once."""
     return {**_fallback_decompositions(), **core_aten_decompositions(), **NEURON_DECOMPOSITIONS}
+
+
+def _decompositions() -> Any:
+    """The built-in table and the decompositions of other libraries' custom ops registered
+    by now (a library imported after the first compile still gets its ops decomposed)."""
+    return {**_builtin_decompositions(), **registered_library_op_decompositions()}
 
 
 def neuron_backend(

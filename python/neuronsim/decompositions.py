@@ -12,6 +12,7 @@ import math
 
 import torch
 
+from .grouped_mm import GROUPED_MM_DECOMPOSITIONS
 from .special_functions import SPECIAL_DECOMPOSITIONS
 
 aten = torch.ops.aten
@@ -169,5 +170,6 @@ NEURON_DECOMPOSITIONS = {
     aten.angle.default: angle,
     aten._scaled_dot_product_flash_attention_for_cpu_backward.default: sdpa_flash_cpu_backward,
     aten._transformer_encoder_layer_fwd.default: transformer_encoder_layer_fwd,
+    **GROUPED_MM_DECOMPOSITIONS,
     **SPECIAL_DECOMPOSITIONS,
 }

@@ -84,3 +84,26 @@ func.func @different_trips() {
   }
   return
 }
+
+// -----
+
+// A pipeline whose rotating buffer is indexed by an inner loop (4 slots, iv1 mod 4) inside
+// an outer loop: the load into slot iv1 waits for the reader of that slot in the previous
+// outer iteration, instance 4*(iv0 - 1) + iv1 + 1 of the Scalar queue, not for the last
+// reader of that iteration (which would stall the loads every 4 tiles).
+// CHECK-LABEL: func @inner_rotation
+// CHECK: nisa.dma_copy on 4 {{.*}} wait [2, -3] {wait_terms = array<i64: 0, 0, 4, 0, 0, 1, 1, 0>}
+// CHECK: nisa.activation exp on 2 {{.*}} wait [4, 1, 5, -3] {wait_terms = array<i64: 0, 0, 4, 0, 0, 1, 1, 0, 1, 0, 4, 0, 1, 1, 1, 0>}
+// CHECK: nisa.dma_copy on 5 {{.*}} wait [2, 1] {wait_terms = array<i64: 0, 0, 4, 0, 0, 1, 1, 0>}
+func.func @inner_rotation() {
+  nisa.buffer 0 input 0 : tensor<32x64xf32>
+  nisa.buffer 1 output 0 : tensor<32x64xf32>
+  nisa.loop iv0 to 8 {
+    nisa.loop iv1 to 4 {
+      nisa.dma_copy on 4 <sbuf[0] + 0 + 256*(iv1 mod 4), [[1, 1], [1, 64]], f32>, <hbm[0] + 0 + 64*iv1 + 256*iv0, [[64, 1], [1, 64]], f32>
+      nisa.activation exp on 2 <sbuf[0] + 1024 + 256*(iv1 mod 4), [[1, 1], [1, 64]], f32>, <sbuf[0] + 0 + 256*(iv1 mod 4), [[1, 1], [1, 64]], f32>
+      nisa.dma_copy on 5 <hbm[1] + 0 + 64*iv1 + 256*iv0, [[64, 1], [1, 64]], f32>, <sbuf[0] + 1024 + 256*(iv1 mod 4), [[1, 1], [1, 64]], f32>
+    }
+  }
+  return
+}

@@ -17,8 +17,8 @@ sweep = importlib.util.module_from_spec(_spec)
 sys.modules[_spec.name] = sweep  # dataclasses look their module up
 _spec.loader.exec_module(sweep)
 
-# encoder, decoder (rotary, ALiBi), encoder-decoder, vision (windowed attention)
-ARCHS = ["roberta", "gptj", "bloom", "bart", "swin"]
+# encoder, decoder (rotary, ALiBi), encoder-decoder, vision (windowed attention), MoE
+ARCHS = ["roberta", "gptj", "bloom", "bart", "swin", "mixtral"]
 
 
 @pytest.mark.parametrize("name", ARCHS)

@@ -1,9 +1,12 @@
 // The shared HBM channel of the timing model: bandwidth as reserved time.
 //
 // Every DMA that touches HBM reserves bytes / hbmBytesPerNs of exclusive
-// channel time, placed first-fit at or after its own start. A transfer ends no
-// earlier than its reservation, so the sum of all DMA traffic never exceeds
-// the HBM bandwidth, whatever order the program lists the transfers in.
+// channel time at or after its own start, filling the channel's idle
+// stretches in order (split over several if one is too short: HBM interleaves
+// the transfers of all queues, so no idle time is lost to fragmentation). A
+// transfer ends no earlier than its reservation's last piece, so the sum of
+// all DMA traffic never exceeds the HBM bandwidth, whatever order the program
+// lists the transfers in.
 #pragma once
 
 #include <algorithm>
@@ -14,41 +17,48 @@ namespace neuron::runtime {
 
 class HbmChannel {
 public:
-  /// Reserves `durationNs` of channel time at or after `earliest`; returns the
-  /// end of the reservation.
+  /// Reserves `durationNs` of channel time at or after `earliest`, in the
+  /// first idle stretches there (one piece or several); returns the end of
+  /// the last piece.
   double reserve(double earliest, double durationNs) {
-    // Fast path, the common case when HBM is busy: at or after the start of the
-    // last reservation, the request goes after it (the same result as below).
-    if (busy_.size() > head_) {
-      Span &last = busy_.back();
-      if (earliest >= last.start && last.end > last.start && durationNs > 0) {
-        const double s = std::max(earliest, last.end), e = s + durationNs;
-        if (last.end >= s - kMergeNs)
-          last.end = std::max(last.end, e);
-        else
-          busy_.push_back(Span{s, e});
-        return e;
+    if (!(durationNs > 0))
+      return earliest;
+    // The first live reservation that ends at or after `earliest`.
+    const size_t first = firstEndingAfter(earliest - kMergeNs);
+    // Walk the reservations from there, filling the gaps between them.
+    double cursor = earliest, left = durationNs, finish = 0;
+    size_t next = first;
+    while (true) {
+      if (next == busy_.size()) {
+        finish = cursor + left;
+        break;
       }
+      const Span &r = busy_[next];
+      if (r.start <= cursor + kMergeNs) { // busy at the cursor
+        cursor = std::max(cursor, r.end);
+        ++next;
+        continue;
+      }
+      const double gap = r.start - cursor;
+      if (gap >= left) {
+        finish = cursor + left;
+        break;
+      }
+      left -= gap; // the gap is filled: r joins the busy stretch
+      cursor = r.end;
+      ++next;
     }
-    double s = earliest;
-    size_t i = upperBound(s);
-    if (i > head_)
-      s = std::max(s, busy_[i - 1].end);
-    for (; i < busy_.size() && busy_[i].start < s + durationNs; ++i)
-      s = std::max(s, busy_[i].end);
-    const double e = s + durationNs;
-    double ne = e;
-    i = lowerBound(s);
-    if (i < busy_.size() && busy_[i].start <= e + kMergeNs) {
-      ne = std::max(e, busy_[i].end);
-      busy_.erase(busy_.begin() + std::ptrdiff_t(i));
-    }
-    if (i > head_ && busy_[i - 1].end >= s - kMergeNs) {
-      busy_[i - 1].end = std::max(busy_[i - 1].end, ne);
-      return e;
-    }
-    busy_.insert(busy_.begin() + std::ptrdiff_t(i), Span{s, ne});
-    return e;
+    // [earliest, finish) is now busy, with reservations first .. next - 1.
+    double lo = earliest;
+    if (next > first)
+      lo = std::min(lo, busy_[first].start);
+    double hi = finish;
+    if (next < busy_.size() && busy_[next].start <= hi + kMergeNs)
+      hi = std::max(hi, busy_[next++].end);
+    busy_.erase(busy_.begin() + std::ptrdiff_t(first),
+                busy_.begin() + std::ptrdiff_t(next));
+    busy_.insert(busy_.begin() + std::ptrdiff_t(first), Span{lo, hi});
+    return finish;
   }
 
   /// Forgets reservations that end before `t`: no later request starts earlier.
@@ -68,21 +78,12 @@ private:
     double start, end;
   };
 
-  /// Index of the first live reservation starting after `t` / at or after `t`.
-  size_t upperBound(double t) const {
-    return size_t(std::upper_bound(busy_.begin() + std::ptrdiff_t(head_),
-                                   busy_.end(), t,
-                                   [](double v, const Span &x) {
-                                     return v < x.start;
-                                   }) -
-                  busy_.begin());
-  }
-  size_t lowerBound(double t) const {
-    return size_t(std::lower_bound(busy_.begin() + std::ptrdiff_t(head_),
-                                   busy_.end(), t,
-                                   [](const Span &x, double v) {
-                                     return x.start < v;
-                                   }) -
+  /// Index of the first live reservation ending at or after `t` (their
+  /// ends are sorted too: the reservations are disjoint).
+  size_t firstEndingAfter(double t) const {
+    return size_t(std::partition_point(busy_.begin() + std::ptrdiff_t(head_),
+                                       busy_.end(),
+                                       [t](const Span &x) { return x.end < t; }) -
                   busy_.begin());
   }
 

@@ -150,6 +150,26 @@ def test_fft_backward_matches_autograd():
     torch.testing.assert_close(x_compiled.grad, x.grad, rtol=1e-4, atol=1e-5)
 
 
+def test_backward_of_a_zero_padded_fft_crops_with_negative_padding():
+    """rfft(x, n > size) pads with zeros; its backward pads by negative amounts (a crop)."""
+    x = torch.randn(3, 10, requires_grad=True)
+    x_compiled = x.detach().clone().requires_grad_()
+
+    def loss(x):
+        return (torch.view_as_real(torch.fft.rfft(x, n=16)) * torch.arange(18.0).view(9, 2)).sum()
+
+    loss(x).backward()
+    _compile(loss)(x_compiled).backward()
+    torch.testing.assert_close(x_compiled.grad, x.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_negative_constant_padding_is_a_crop_then_a_pad():
+    x = torch.randn(4, 7, 6)
+    pads = [(-1, 2), (2, -3, -1, 1), (0, -2, 0, 0, -1, -1)]
+    for pad in pads:
+        _check(lambda x, p=pad: torch.nn.functional.pad(x, p, value=0.5), x, exact=True)
+
+
 # ---------------------------------------------------------------------------------------------
 # Complex arithmetic and layout
 

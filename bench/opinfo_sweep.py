@@ -20,8 +20,9 @@ and bool outputs exactly). An op passes if all its samples pass. Each sample is 
   eager error   eager itself raised on the sample (not counted against the backend)
 Ops whose outputs are uninitialized memory (empty, empty_like, ...) compare shapes and dtypes.
 With --backward, ops with autograd run forward and backward instead: the gradients of
-sum(output * probe) (a fixed random probe per floating output) with respect to every floating
-input are compared, so the backward graph AOTAutograd derives goes through the backend too.
+sum(output * probe) (a fixed random probe per floating output; a complex output's real view)
+with respect to every floating input are compared, so the backward graph AOTAutograd derives
+goes through the backend too.
 The samples are PyTorch's and the probes seeded, so the sweep is deterministic.
 """
 
@@ -118,6 +119,8 @@ def _gradients(fn, tensors):
                if isinstance(o, torch.Tensor) and o.requires_grad]  # fmt: skip
     if not outputs:
         return None
+    # A complex output is probed through its real view (real, imag): the loss stays real.
+    outputs = [torch.view_as_real(o.resolve_conj()) if o.is_complex() else o for o in outputs]
     generator = torch.Generator().manual_seed(0)
     loss = sum((o * torch.randn(o.shape, generator=generator).to(o.dtype)).sum() for o in outputs)
     wrt = [t for t in inputs if t.requires_grad]

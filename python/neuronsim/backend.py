@@ -12,6 +12,7 @@ from torch._decomp import core_aten_decompositions, decomposition_table
 from torch._dynamo.backends.common import aot_autograd
 
 from .compiler import compile_fx_graph
+from .complex_lowering import LOWERED_HERE, lower_complex
 from .decompositions import NEURON_DECOMPOSITIONS
 from .grouped_mm import registered_library_op_decompositions
 from .graph_export import target_name
@@ -32,7 +33,7 @@ def _fallback_decompositions() -> dict[Any, Any]:
     return {
         op: fn
         for op, fn in decomposition_table.items()
-        if _is_functional(op) and target_name(op) not in supported
+        if _is_functional(op) and target_name(op) not in supported and op not in LOWERED_HERE
     }
 
 
@@ -79,6 +80,10 @@ def neuron_backend(
     keep_message_free_asserts(gm)
 
     def compile_graph(graph: torch.fx.GraphModule, inputs: Sequence[Any], kind: str) -> Any:
+        # Complex tensors become real planes; the boundary converts complex inputs/outputs.
+        lowered = lower_complex(graph)
+        if lowered is not None:
+            inputs = lowered.example_inputs(inputs)
         asserts = hoist_runtime_asserts(graph)  # checked on the host after each run
         inputs = asserts.graph_inputs(inputs)
         if resolved.fallback != "cpu":
@@ -87,7 +92,8 @@ def neuron_backend(
             compiled = compile_with_fallback(graph, inputs, resolved, kind=kind)
         else:
             compiled = compile_fx_graph(graph, inputs, resolved, kind=kind)
-        return CheckedAsserts(compiled, asserts) if asserts else compiled
+        compiled = CheckedAsserts(compiled, asserts) if asserts else compiled
+        return lowered.wrap(compiled) if lowered is not None else compiled
 
     def forward_compiler(fw_gm: torch.fx.GraphModule, inputs: Sequence[Any]) -> Any:
         return compile_graph(fw_gm, inputs, "forward")

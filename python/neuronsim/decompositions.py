@@ -157,7 +157,33 @@ def transformer_encoder_layer_fwd(
     return x if norm_first else norm(x, norm_weight_2, norm_bias_2)
 
 
+def angle(x: torch.Tensor) -> torch.Tensor:
+    """aten.angle of a real tensor, as eager's kernel: pi for x < 0, 0 otherwise, NaN stays
+    NaN; integers give the default float dtype. A complex input keeps aten.angle, which the
+    complex lowering rewrites to atan2(imag, real)."""
+    if x.dtype.is_complex:
+        return NotImplemented
+    dtype = x.dtype if x.is_floating_point() else torch.get_default_dtype()
+    result = torch.where(x < 0, math.pi, 0.0).to(dtype)
+    return torch.where(torch.isnan(x), x, result) if x.is_floating_point() else result
+
+
+def constant_pad_nd(x: torch.Tensor, pad: list[int], value: float = 0) -> torch.Tensor:
+    """aten.constant_pad_nd with negative pads (the backward of a zero-padding pad, e.g. of
+    torch.fft with n > size): the cropping as a slice, then the non-negative padding. Without
+    negative pads the op stays (the importer lowers it)."""
+    if all(p >= 0 for p in pad):
+        return NotImplemented
+    for i in range(len(pad) // 2):
+        dim, low, high = x.dim() - 1 - i, pad[2 * i], pad[2 * i + 1]
+        if low < 0 or high < 0:
+            x = x[(slice(None),) * dim + (slice(max(-low, 0), x.shape[dim] - max(-high, 0)),)]
+    return aten.constant_pad_nd(x, [max(p, 0) for p in pad], value)
+
+
 NEURON_DECOMPOSITIONS = {
+    aten.constant_pad_nd.default: constant_pad_nd,
+    aten.angle.default: angle,
     aten._scaled_dot_product_flash_attention_for_cpu_backward.default: sdpa_flash_cpu_backward,
     aten._transformer_encoder_layer_fwd.default: transformer_encoder_layer_fwd,
     **GROUPED_MM_DECOMPOSITIONS,

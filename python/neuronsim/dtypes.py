@@ -1,4 +1,7 @@
-"""dtype names of the graph file, and the float64 -> float32 policy."""
+"""dtype names of the graph file, and the dtypes the device does not have: float64 runs as
+float32 (with a warning), int16 is held as int32 (exact: partition.support_problem admits
+int16 results only from ops that select or move values, never from arithmetic that could wrap
+around)."""
 
 from __future__ import annotations
 
@@ -47,11 +50,14 @@ def device_dtype(dtype: torch.dtype) -> torch.dtype:
     if dtype == torch.float64:
         warn_float64_once()
         return torch.float32
+    if dtype == torch.int16:  # the program format has no int16
+        return torch.int32
     return dtype
 
 
 def graph_dtype(dtype: torch.dtype, context: str) -> str:
-    """The graph-file name of `dtype` as it runs on the device (float64 becomes f32)."""
+    """The graph-file name of `dtype` as it runs on the device (float64 becomes f32, int16
+    i32)."""
     name = GRAPH_DTYPE_NAMES.get(device_dtype(dtype))
     if name is None:
         supported = ", ".join(str(d).removeprefix("torch.") for d in GRAPH_DTYPE_NAMES)

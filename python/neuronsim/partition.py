@@ -30,6 +30,7 @@ from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
 
 from . import native
 from .compiler import compile_fx_graph
+from .complex_lowering import BRIDGE, PROBLEM
 from .dtypes import GRAPH_DTYPE_NAMES
 from .errors import NeuronCompileError
 from .graph_export import target_name
@@ -120,6 +121,26 @@ def _reads_storage_of_a_view(node: torch.fx.Node) -> bool:
     )
 
 
+# Ops whose int16 results are int16 values of their inputs (moved, selected, compared) or a
+# conversion into int16 (which the host's int32 -> int16 conversion wraps as eager does): exact
+# with int16 held as int32 on the device. Arithmetic could leave the int16 range there.
+_INT16_EXACT = _SHAPE_OPS | {
+    "aten._to_copy.default", "aten.cat.default", "aten.constant_pad_nd.default",
+    "aten.copy.default", "aten.flip.default", "aten.full.default", "aten.full_like.default",
+    "aten.gather.default", "aten.index.Tensor", "aten.index_select.default",
+    "aten.masked_fill.Scalar", "aten.scalar_tensor.default", "aten.select_scatter.default",
+    "aten.slice_scatter.default", "aten.where.self", "aten.zeros_like.default",
+    "aten.amax.default", "aten.amin.default", "aten.maximum.default", "aten.minimum.default",
+}  # fmt: skip
+
+
+def _int16_arithmetic(node: torch.fx.Node) -> bool:
+    results = _tensors(node.meta.get("val"))
+    return any(t.dtype == torch.int16 for t in results) and (
+        target_name(node.target) not in _INT16_EXACT
+    )
+
+
 def _is_kernel(node: torch.fx.Node) -> bool:
     """A call of a custom tile kernel (neuronsim.kernels.torch_op)."""
     from .kernels.kernel import kernel_op
@@ -133,6 +154,8 @@ def support_problem(node: torch.fx.Node) -> str | None:
     "" means: the op itself is not supported; otherwise the text names the unsupported
     dtype or layout of one of its tensors (the op is supported for other tensors).
     """
+    if PROBLEM in node.meta:  # a complex node the complex lowering kept (complex_lowering.py)
+        return node.meta[PROBLEM]
     if target_name(node.target) not in _supported() and not _is_kernel(node):
         return linalg_size_problem(node)
     for tensor in _node_tensors(node):
@@ -142,6 +165,8 @@ def support_problem(node: torch.fx.Node) -> str | None:
             return f"{str(tensor.dtype).removeprefix('torch.')} tensors"
     if _reads_storage_of_a_view(node):
         return "an input that is a non-contiguous or offset view"
+    if _int16_arithmetic(node):
+        return "int16 arithmetic: int16 is held as int32 on the device, without wraparound"
     return None
 
 
@@ -197,8 +222,8 @@ def unsupported_nodes(gm: torch.fx.GraphModule) -> list[tuple[torch.fx.Node, str
     (collectives are not among them: they run through the process group)."""
     found = []
     for node in _compute_nodes(gm):
-        if is_collective(node):
-            continue
+        if is_collective(node) or node.meta.get(BRIDGE):
+            continue  # bridges to a complex node that is reported: not reported themselves
         problem = support_problem(node)
         if problem is not None:
             found.append((node, problem))

@@ -1,11 +1,29 @@
-"""Causal flash-attention forward kernel (one pass over the keys with a running max and sum).
+"""Causal flash-attention forward kernel, organized as NKI's flash_fwd.
 
 Inputs per batch-head: q_t [d, S] and k_t [d, S] (head dim on the partitions: the Tensor
 engine's layout for Q K^T), v [S, d]; output o [S, d] = softmax(Q K^T / sqrt(d), causal) V.
-For every block of 128 queries (unrolled while tracing), the keys before it are visited in
-blocks of 512 (a sequential loop) and 128, and the diagonal block is masked with
-nisa.affine_select: only the causal half of Q K^T is computed. P is transposed on the
-Tensor engine (nc_transpose) for the P V matmul, which accumulates in PSUM.
+
+Q^T is scaled by -1/sqrt(d) as it is loaded (GpSimd), so the scores come out as
+-scale * Q K^T and their row min is the exp's bias (-max) directly. For every block of 128
+queries, the keys up to the diagonal are visited in units of up to `key_tile` keys (blocks
+above the diagonal are skipped):
+- the unit's scores stay in PSUM (a tile over several banks, one matmul of up to 512 keys
+  per bank); the Vector engine reads them straight from there for the row min (the two
+  halves in one instruction: their elementwise min, in bf16, which GpSimd reduces);
+- the Scalar engine computes P = exp(-S - min) from PSUM, the row min as the per-partition
+  bias tile of the activation;
+- P is transposed on the Tensor engine into the PSUM banks its scores came from, copied to
+  SBUF (by the Vector or the Scalar engine, whichever has less work), and P V accumulates
+  in PSUM. V carries a column of ones, so the same matmuls also sum the rows of P (the
+  softmax denominator), and the output is one division of the accumulator by that column;
+- from a row's second unit on, the running max may grow: the accumulator is rescaled in
+  PSUM by exp(old min - new min), once per unit;
+- the diagonal block gets the causal mask added on the Tensor engine (its transpose,
+  made once by affine_select on GpSimd, transposed into the scores' PSUM accumulation),
+  so masked scores are the largest finite bf16 number and their exp is 0;
+- the units run as a software pipeline of four stages (scores and min; exp; transposes
+  and copies; P V): every engine's instruction stream interleaves four units, and the
+  loads (128 positions of Q, K and V at a time) run two query blocks ahead.
 """
 
 from __future__ import annotations
@@ -18,101 +36,173 @@ from neuronsim import kernels
 from neuronsim.kernels import isa as nisa
 from neuronsim.kernels import language as nl
 
+MASKED = float(torch.finfo(torch.bfloat16).max)  # 3.39e38: finite in bf16 and fp32
 
-def _run_interleaved(steps) -> None:
-    """Traces several generators round-robin, one stage of each in turn: independent query
-    blocks alternate in every engine's instruction stream, so that one block's dependent
-    chain (matmul, max, exp, transpose, matmul) overlaps another's."""
-    steps = list(steps)
-    while steps:
-        steps = [g for g in steps if next(g, StopIteration) is not StopIteration]
+
+def _schedule(units) -> None:
+    """Traces the units (generators, one yield between stages) as a software pipeline: a
+    unit starts at every step, and in each step every running unit runs its next stage,
+    the oldest first. So every engine's instruction stream interleaves the stages of
+    several units (one's matmuls with another's max, exp, transposes, copies), and a
+    stage's inputs were produced a step earlier."""
+    units = iter(units)
+    running = []
+    while True:
+        u = next(units, None)
+        if u is not None:
+            running.append(u)
+        if not running:
+            return
+        running = [u for u in running if next(u, StopIteration) is not StopIteration]
+
+
+def _row_min(s, width: int):
+    """The min of each row of the scores s [128, width] (PSUM) as a [128, 1] fp32 tile. The
+    Vector engine reads the two halves in one instruction (their elementwise min, written in
+    bf16), GpSimd reduces that (a bf16 reduce costs half). The min is only the softmax's
+    shift: its bf16 rounding changes nothing but the scale of P and of its row sums, which
+    cancels."""
+    h = width // 2
+    both = nisa.tensor_tensor(s[:, 0:h], s[:, h:width], op=nl.minimum, dtype=nl.bfloat16,
+                              engine=nisa.engine.vector)
+    return nisa.tensor_reduce(nl.minimum, both, axis=1, dtype=nl.float32,
+                              engine=nisa.engine.gpsimd)
 
 
 @kernels.jit
-def flash_attention_kernel(q_t, k_t, v, group: int = 4):
+def flash_attention_kernel(q_t, k_t, v, key_tile: int = 1024):
     heads, d, seq = q_t.shape
     assert d <= 128 and seq % 128 == 0, "head dim <= 128, sequence a multiple of 128"
+    assert key_tile % 128 == 0 and 128 <= key_tile <= 2048, "key_tile: 128 ... 2048 keys"
     scale = 1.0 / math.sqrt(d)
+    blocks, dv = seq // 128, d + 1  # V blocks carry a column of ones: dv columns each
     o = nl.ndarray((heads, seq, d), dtype=v.dtype, buffer=nl.shared_hbm)
+    gpsimd, scalar, vector = nisa.engine.gpsimd, nisa.engine.scalar, nisa.engine.vector
     i_p, i_f = nl.mgrid[0:128, 0:128]
-    gpsimd, scalar = nisa.engine.gpsimd, nisa.engine.scalar
-    for h in range(heads):  # unrolled too: tiles of unrolled blocks are freed after use
-        # K^T and V of the head stay in SBUF: [d, seq] and [128, (seq / 128) * d] (block b
-        # of 128 keys in columns b * d ...)
-        k_all = nl.load(k_t[h])
-        v_all = nl.ndarray((128, (seq // 128) * d), dtype=v.dtype, buffer=nl.sbuf)
-        for b in nl.affine_range(seq // 128):
-            v_all[:, nl.ds(b * d, d)] = nl.load(v[h, nl.ds(b * 128, 128), :])
+    # The diagonal block's mask, transposed (key p is hidden from query f when p > f): its
+    # transpose is added to the scores on the Tensor engine.
+    mask_t = nisa.affine_select(i_f - i_p >= 0, nl.zeros((128, 128), dtype=v.dtype), MASKED,
+                                engine=gpsimd)
 
-        class QueryBlock:
-            """Queries [q0, q0 + 128): their running max, sum and output."""
+    # Q^T (scaled), K^T and V with ones of each head, loaded 128 positions at a time: chunk
+    # (h, b) a few query blocks before the first query block that needs it.
+    heads_tiles = {}
 
-            def __init__(self, qi):
-                self.qi, self.q0 = qi, qi * 128
-                self.q = nl.load(q_t[h, :, nl.ds(self.q0, 128)])
-                self.m = nl.full((128, 1), -math.inf, dtype=nl.float32)
-                self.l_sum = nl.zeros((128, 1), dtype=nl.float32)
-                self.acc = nl.zeros((128, d), dtype=nl.float32)
+    def load_chunk(h, b):
+        if b == 0:
+            heads_tiles[h] = (nl.ndarray((d, seq), dtype=q_t.dtype, buffer=nl.sbuf),
+                              nl.ndarray((d, seq), dtype=k_t.dtype, buffer=nl.sbuf),
+                              nl.ndarray((128, blocks * dv), dtype=v.dtype, buffer=nl.sbuf))
+        q_all, k_all, v_all = heads_tiles[h]
+        # -scale * Q^T (GpSimd, as it arrives): the scores come out as -scale * Q K^T,
+        # whose row min is the exp's bias -max directly
+        q_all[:, b * 128:(b + 1) * 128] = nisa.tensor_scalar(
+            nl.load(q_t[h, :, b * 128:(b + 1) * 128]), nl.multiply, -scale, engine=gpsimd)
+        k_all[:, b * 128:(b + 1) * 128] = nl.load(k_t[h, :, b * 128:(b + 1) * 128])
+        v_all[:, b * dv:b * dv + d] = nl.load(v[h, b * 128:(b + 1) * 128, :])
+        v_all[:, b * dv + d:(b + 1) * dv] = 1.0
 
-            def block(self, kb, width, masked):
-                """Keys [128 kb, 128 kb + width) (kb may be a loop expression); yields
-                between stages. The work is spread over the Vector, GpSimd and Scalar
-                engines."""
-                s = nisa.nc_matmul(self.q, k_all[:, nl.ds(kb * 128, width)])  # PSUM
-                s_psum = s
-                yield
-                if masked:  # key 128 kb + f is visible to query q0 + p when it is <= q0 + p
-                    s = nisa.affine_select(i_p - i_f + (self.q0 - kb * 128) >= 0, s,
-                                           -math.inf)
-                m_new = nl.maximum(self.m, nl.max(s, axis=1))
-                yield
-                # (on the Vector engine: the scores may still be in PSUM, which GpSimd
-                # cannot access)
-                shifted = nisa.tensor_tensor(s, m_new, op=nl.subtract)
-                yield
-                p = nisa.activation(op=nl.exp, data=shifted, scale=scale, dtype=v.dtype)
-                alpha = nisa.activation(op=nl.exp, data=nl.subtract(self.m, m_new),
-                                        scale=scale)
-                yield
-                pv = nl.ndarray((128, d), dtype=nl.float32, buffer=nl.psum)
-                # P^T in 128 x 128 blocks, side by side in the PSUM bank of the scores
-                # (read for the last time by the subtract above), copied to SBUF at once
-                p_ts = s_psum[:, 0:width]
-                for c in range(width // 128):
-                    p_ts[:, c * 128:(c + 1) * 128] = nisa.nc_transpose(
-                        p[:, c * 128:(c + 1) * 128])
-                yield
-                p_t = nisa.tensor_copy(p_ts, dtype=v.dtype, engine=scalar)
-                yield
-                for c in range(width // 128):
-                    pv += nisa.nc_matmul(p_t[:, c * 128:(c + 1) * 128],
-                                         v_all[:, nl.ds((kb + c) * d, d)])
-                row_sum = nisa.tensor_reduce(nl.add, p, axis=1, dtype=nl.float32,
-                                             engine=gpsimd)
-                self.l_sum[...] = nl.add(nl.multiply(self.l_sum, alpha), row_sum)
-                self.m[...] = nisa.tensor_copy(m_new, engine=gpsimd)
-                yield
-                self.acc[...] = nisa.tensor_tensor(  # reads PSUM: on the Vector engine
-                    nisa.tensor_tensor(self.acc, alpha, op=nl.multiply, engine=gpsimd), pv,
-                    op=nl.add)
+    chunks = iter([(h, b) for h in range(heads) for b in range(blocks)])
+    loaded = []
 
-            def tail(self, wide):
-                """The key blocks after the first `wide` blocks of 512: 128 at a time up to
-                the diagonal, then the masked diagonal block; then the output."""
-                for c in range((self.q0 - wide * 512) // 128):
-                    yield from self.block(wide * 4 + c, 128, False)
-                yield from self.block(self.qi, 128, True)
-                out = nl.multiply(self.acc, nl.reciprocal(self.l_sum), dtype=v.dtype)
-                nl.store(o[h, nl.ds(self.q0, 128), :], value=out)
+    def prefetch(h, qi):
+        """Loads every chunk up to two blocks after block qi of head h."""
+        want = h * blocks + qi + 2
+        while len(loaded) <= want:
+            chunk = next(chunks, None)
+            if chunk is None:
+                return
+            load_chunk(*chunk)
+            loaded.append(chunk)
 
-        # Query blocks in groups that see the same number of 512-key blocks, interleaved.
-        for first in range(0, seq // 128, group):
-            blocks = [QueryBlock(qi) for qi in range(first, min(first + group, seq // 128))]
-            wides = {qb.q0 // 512 for qb in blocks}
-            wide = min(wides)
-            for j in nl.sequential_range(wide):
-                _run_interleaved(qb.block(j * 4, 512, False) for qb in blocks)
-            _run_interleaved(qb.tail(wide) for qb in blocks)
+    # The kernel's estimate of the Vector and Scalar engines' work so far (ns, the cost
+    # model's formulas): each P^T copy goes to the one that is less loaded.
+    load = {vector: 0.0, scalar: 0.0}
+    ghz = {vector: 0.96, scalar: 1.2}
+
+    def charge(engine, columns):
+        load[engine] += (max(columns, 64) + 60) / ghz[engine]
+        return engine
+
+    def lighter(columns):
+        return charge(min(load, key=lambda e: load[e] + (columns + 60) / ghz[e]), columns)
+
+    class Row:
+        """The state of a block of 128 queries across its key tiles: the running -max and
+        the accumulator [128, dv] in PSUM (P V and, in the last column, the row sums)."""
+
+        def __init__(self):
+            self.neg = None
+            self.acc = None
+
+    def unit(h, qi, k0, width, row):
+        """Keys [k0, k0 + key_tile) (up to the diagonal) of queries [128 qi, 128 qi + 128)
+        of head h: matmuls of up to 512 keys, one PSUM bank of scores each. Four stages, a
+        step apart: scores and their max; exp; transposes and copies; P V."""
+        prefetch(h, qi)
+        q_all, k_all, v_all = heads_tiles[h]
+        keys = (qi + 1) * 128
+        first, last = k0 == 0, k0 + width == keys
+        q = q_all[:, qi * 128:(qi + 1) * 128]
+        # The scores in PSUM banks side by side, 512 keys (one matmul) per bank
+        s = nl.ndarray((128, width), dtype=nl.float32, buffer=nl.psum)
+        for c0 in range(0, width, 512):
+            w = min(512, width - c0)
+            s[:, c0:c0 + w] = nisa.nc_matmul(q, k_all[:, k0 + c0:k0 + c0 + w])
+        if last:  # the diagonal block: add its mask
+            s[:, width - 128:width] += nisa.nc_transpose(mask_t)
+        neg = _row_min(s, width)  # -max of the scaled scores
+        charge(vector, width // 2)
+        neg_old = row.neg
+        if not first:
+            neg = nisa.tensor_tensor(neg, neg_old, op=nl.minimum, engine=gpsimd)
+        row.neg = neg
+        yield
+        if not first:
+            alpha = nisa.activation(op=nl.exp, data=neg_old, bias=neg, scale=-1.0)
+            charge(scalar, 1)
+        p = nl.ndarray((128, width), dtype=v.dtype, buffer=nl.sbuf)
+        for c0 in range(0, width, 512):
+            w = min(512, width - c0)
+            p[:, c0:c0 + w] = nisa.activation(op=nl.exp, data=s[:, c0:c0 + w], bias=neg,
+                                              scale=-1.0, dtype=v.dtype)
+            charge(scalar, w)
+        yield
+        p_t = nl.ndarray((128, width), dtype=v.dtype, buffer=nl.sbuf)
+        for c in range(0, width, 128):  # P^T into the banks of the scores
+            s[:, c:c + 128] = nisa.nc_transpose(p[:, c:c + 128])
+        for c0 in range(0, width, 512):
+            w = min(512, width - c0)
+            p_t[:, c0:c0 + w] = nisa.tensor_copy(s[:, c0:c0 + w], dtype=v.dtype,
+                                                 engine=lighter(w))
+        if first:
+            row.acc = nl.ndarray((128, dv), dtype=nl.float32, buffer=nl.psum)
+        elif lighter(dv) == vector:  # rescale the accumulator to the new max
+            row.acc[...] = nisa.tensor_tensor(row.acc, alpha, op=nl.multiply, engine=vector)
+        else:
+            row.acc[...] = nisa.activation(op=nl.identity, data=row.acc, scale=alpha)
+        yield
+        for c in range(width // 128):
+            kb = k0 // 128 + c
+            row.acc += nisa.nc_matmul(p_t[:, c * 128:(c + 1) * 128],
+                                      v_all[:, kb * dv:(kb + 1) * dv])
+        if last:
+            out = nisa.tensor_tensor(row.acc[:, 0:d], row.acc[:, d:dv], op=nl.divide,
+                                     dtype=v.dtype, engine=charge(vector, d))
+            nl.store(o[h, qi * 128:(qi + 1) * 128, :], value=out)
+
+    def units():
+        for h in range(heads):
+            for qi in range(blocks):
+                row = Row()
+                keys = (qi + 1) * 128
+                n = -(-keys // key_tile)  # units of equal widths (whole 128-key blocks)
+                widths = [128 * (keys // 128 // n + (1 if i < keys // 128 % n else 0))
+                          for i in range(n)]
+                for i in range(n):
+                    yield unit(h, qi, sum(widths[:i]), widths[i], row)
+
+    _schedule(units())
     return o
 
 

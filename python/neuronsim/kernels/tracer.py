@@ -75,11 +75,8 @@ class Tracer:
         ir.mlir_type(dtype)
         scope = self.root if at_root else self.scope
         tile = Tile(partitions, free, dtype, space, scope, source)
-        if space == "psum" and tile.bytes_per_partition() > ir.PSUM_BANK_BYTES:
-            raise error(f"a PSUM tile of {tile.bytes_per_partition()} bytes per partition "
-                        f"spans {-(-tile.bytes_per_partition() // ir.PSUM_BANK_BYTES)} PSUM "
-                        f"banks; an accumulation group lives in one bank of "
-                        f"{ir.PSUM_BANK_BYTES} bytes ({ir.PSUM_BANK_BYTES // 4} fp32)", source)
+        # (a PSUM tile may span banks, as NKI's: each matmul's result stays in one bank, which
+        # ops.matmul checks where a result goes)
         # (a single tile larger than the memory; what is live together is checked by the
         # compiler's tile allocation, with liveness, whose error names this line too)
         if tile.bytes_per_partition() > self.capacity[space]:

@@ -312,6 +312,7 @@ class DmaOp(Op):
     src: TileRegion | HbmAccess | ConstantTensor = None  # type: ignore[assignment]
     src_dims: list[tuple[int, int]] | None = None  # constants: the pattern read
     dst: TileRegion | HbmAccess = None  # type: ignore[assignment]
+    src_offset: int = 0  # constants: the first element read
 
 
 @dataclass
@@ -424,12 +425,13 @@ class Emitter:
                        source)
         return name, view_type
 
-    def dma_side(self, env: _Env, side: Any, dims: list[tuple[int, int]] | None) -> tuple[str, str]:
+    def dma_side(self, env: _Env, side: Any, dims: list[tuple[int, int]] | None,
+                 offset: int = 0) -> tuple[str, str]:
         if isinstance(side, HbmAccess):
             return (f"{self.hbm_names[id(side.tensor)]} {self.ap(env, side.offset, side.dims)}",
                     side.tensor.mlir_type())
         if isinstance(side, ConstantTensor):
-            return (f"{self.constant_names[id(side)]} {self.ap(env, Aff(0), dims or [])}",
+            return (f"{self.constant_names[id(side)]} {self.ap(env, Aff(offset), dims or [])}",
                     side.mlir_type())
         t = side.tile
         offset = side.c0 + side.p0 * t.free
@@ -446,7 +448,7 @@ class Emitter:
             env.names[op.tile.id] = name
             self.emit_line(env, f"{name} = memref.alloc() : {op.tile.mlir_type()}", op.source)
         elif isinstance(op, DmaOp):
-            src, src_type = self.dma_side(env, op.src, op.src_dims)
+            src, src_type = self.dma_side(env, op.src, op.src_dims, op.src_offset)
             dst, dst_type = self.dma_side(env, op.dst, None)
             self.emit_line(env, f"ntile.dma {src} to {dst} : {src_type}, {dst_type}", op.source)
         elif isinstance(op, MatmulOp):

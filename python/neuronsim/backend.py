@@ -12,6 +12,7 @@ from torch._decomp import core_aten_decompositions, decomposition_table
 from torch._dynamo.backends.common import aot_autograd
 
 from .compiler import compile_fx_graph
+from .attention import fuse_attention
 from .decompositions import NEURON_DECOMPOSITIONS
 from .graph_export import target_name
 from .options import resolve_options
@@ -70,6 +71,7 @@ def neuron_backend(
     check_static_inputs(example_inputs)
     check_static_graph(gm)
     keep_message_free_asserts(gm)
+    fuse_attention(gm)  # scaled_dot_product_attention -> one fused kernel where exact
 
     def compile_graph(graph: torch.fx.GraphModule, inputs: Sequence[Any], kind: str) -> Any:
         asserts = hoist_runtime_asserts(graph)  # checked on the host after each run

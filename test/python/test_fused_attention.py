@@ -1,0 +1,120 @@
+"""scaled_dot_product_attention in compiled graphs runs as the built-in fused attention kernel
+(python/neuronsim/attention.py) where the kernel is exact, and matches eager; elsewhere it is
+decomposed as before."""
+
+import json
+import os
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import neuronsim
+from neuronsim.attention import fuse_attention
+
+TOL = {torch.float32: dict(atol=1e-4, rtol=1e-4), torch.bfloat16: dict(atol=3e-2, rtol=2e-2)}
+
+
+def _graph_targets(dump_dir) -> list:
+    targets = []
+    for root, _, files in os.walk(dump_dir):
+        if "graph.json" in files:
+            with open(os.path.join(root, "graph.json")) as f:
+                targets += [n["target"] for n in json.load(f)["nodes"]]
+    return targets
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "full"])
+def test_fused_sdpa_matches_eager(dtype, causal, tmp_path):
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 256, 64, dtype=dtype) for _ in range(3))
+
+    def attend(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+    compiled = torch.compile(attend, backend="neuron", dynamic=False,
+                             options={"dump_dir": str(tmp_path)})
+    with torch.no_grad():
+        out = compiled(q, k, v)
+    expected = attend(q.float(), k.float(), v.float())
+    assert out.dtype == dtype
+    torch.testing.assert_close(out.float(), expected, **TOL[dtype])
+    targets = _graph_targets(tmp_path)
+    assert targets.count("neuronsim.kernel.default") == 1
+    assert not any("bmm" in t or "softmax" in t for t in targets)
+    # useful FLOPs: Q K^T and P V over the visible scores (not the kernel's transposes)
+    flops = 2 * 2 * 6 * 256 * 256 * 64
+    assert neuronsim.last_run_stats()["flops"] == (flops // 2 if causal else flops)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_fused_sdpa_grouped_query_heads_and_scale(dtype, tmp_path):
+    torch.manual_seed(1)
+    q = torch.randn(2, 8, 384, 32, dtype=dtype)
+    k, v = (torch.randn(2, 2, 384, 32, dtype=dtype) for _ in range(2))
+
+    def attend(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.3,
+                                              enable_gqa=True)
+
+    compiled = torch.compile(attend, backend="neuron", dynamic=False,
+                             options={"dump_dir": str(tmp_path)})
+    with torch.no_grad():
+        out = compiled(q, k, v)
+    torch.testing.assert_close(out.float(), attend(q.float(), k.float(), v.float()),
+                               **TOL[dtype])
+    assert "neuronsim.kernel.default" in _graph_targets(tmp_path)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_fused_sdpa_trains_like_eager(dtype):
+    torch.manual_seed(2)
+    leaves = [torch.randn(1, 2, 256, 32, dtype=dtype).requires_grad_() for _ in range(3)]
+
+    def loss(q, k, v):
+        return (F.scaled_dot_product_attention(q, k, v, is_causal=True).float() ** 2).sum()
+
+    def grads(fn):
+        for t in leaves:
+            t.grad = None
+        value = fn(*leaves)
+        value.backward()
+        return value.detach(), [t.grad.clone() for t in leaves]
+
+    expected_loss, expected = grads(loss)
+    got_loss, got = grads(torch.compile(loss, backend="neuron", dynamic=False))
+    tol = TOL[dtype] if dtype == torch.float32 else dict(atol=5e-2, rtol=3e-2)
+    torch.testing.assert_close(got_loss, expected_loss, rtol=1e-3 if dtype == torch.float32
+                               else 2e-2, atol=0)
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g.float(), e.float(), **tol)
+
+
+def test_only_exact_cases_are_fused():
+    def graph(fn, *inputs):  # the Dynamo graph the backend receives
+        captured = []
+
+        def backend(gm, example_inputs):
+            captured.append(gm)
+            return gm.forward
+
+        torch._dynamo.reset()
+        torch.compile(fn, backend=backend, fullgraph=True, dynamic=False)(*inputs)
+        return captured[0]
+
+    q, k, v = (torch.randn(1, 2, 256, 32) for _ in range(3))
+    cases = {
+        "causal": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), 1),
+        "mask": (lambda q, k, v: F.scaled_dot_product_attention(
+            q, k, v, attn_mask=torch.ones(256, 256, dtype=torch.bool)), 0),
+        "dropout": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, dropout_p=0.1), 0),
+        "gqa without enable_gqa": (lambda q, k, v: F.scaled_dot_product_attention(
+            q, k[:, :1], v[:, :1]), 0),
+    }
+    for name, (fn, fused) in cases.items():
+        assert fuse_attention(graph(fn, q, k, v)) == fused, name
+    short = [t[:, :, :200] for t in (q, k, v)]  # not a multiple of 128
+    assert fuse_attention(graph(cases["causal"][0], *short)) == 0
+    wide = [torch.randn(1, 2, 256, 160) for _ in range(3)]  # head dim over 128
+    assert fuse_attention(graph(cases["causal"][0], *wide)) == 0

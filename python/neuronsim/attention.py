@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import operator
 from typing import Any
 
 import torch
@@ -136,20 +137,108 @@ def fusable_sdpa(node: torch.fx.Node) -> tuple[Any, ...] | None:
     return a["query"], a["key"], a["value"], a["is_causal"], float(scale)
 
 
+def _is(node: Any, op: str, *targets: Any) -> bool:
+    return isinstance(node, torch.fx.Node) and node.op == op and node.target in targets
+
+
+def _only_user(node: torch.fx.Node, user: torch.fx.Node) -> bool:
+    return list(node.users) == [user]
+
+
+def _causal_mask(node: Any, seq: int) -> bool:
+    """node is the causal mask's complement, ~ones(seq, seq, bool).tril() or
+    ones(seq, seq, bool).triu(1) (True where a key is hidden)."""
+    def ones(n: Any) -> bool:
+        v = _value(n)
+        return (_is(n, "call_function", torch.ones) and v is not None
+                and v.dtype == torch.bool and tuple(v.shape) == (seq, seq))
+    if _is(node, "call_function", operator.invert) and _is(node.args[0], "call_method", "tril"):
+        tril = node.args[0]
+        return len(tril.args) == 1 and not tril.kwargs and ones(tril.args[0])
+    if _is(node, "call_method", "triu") and not node.kwargs and len(node.args) == 2:
+        return node.args[1] == 1 and ones(node.args[0])
+    return False
+
+
+def fusable_explicit(node: torch.fx.Node) -> tuple[list[torch.fx.Node], tuple] | None:
+    """softmax(q @ k^T * scale [masked_fill(causal complement, -inf)], dim=-1) @ v written
+    out (as GPT-2's eager attention): (the nodes it replaces, (q, k, v, causal, scale))."""
+    if not _is(node, "call_function", operator.matmul, torch.matmul) or len(node.args) != 2:
+        return None
+    p, v = node.args
+    if _is(p, "call_function", torch.softmax, torch.nn.functional.softmax):
+        dim = p.kwargs.get("dim", p.args[1] if len(p.args) > 1 else None)
+    elif _is(p, "call_method", "softmax"):
+        dim = p.kwargs.get("dim", p.args[1] if len(p.args) > 1 else None)
+    else:
+        return None
+    if dim != -1 or not _only_user(p, node) or p.kwargs.get("dtype") is not None:
+        return None
+    chain, x = [node, p], p.args[0]
+    vq = _value(x)
+    if vq is None or vq.dim() < 3:
+        return None
+    seq = vq.shape[-1]
+    causal = False
+    if _is(x, "call_method", "masked_fill") and len(x.args) == 3 and _only_user(x, chain[-1]):
+        if not (x.args[2] == float("-inf") and _causal_mask(x.args[1], seq)):
+            return None
+        causal = True
+        chain.append(x)
+        x = x.args[0]
+    scale = 1.0
+    if _is(x, "call_function", operator.mul, operator.truediv) and _only_user(x, chain[-1]):
+        a, b = x.args
+        if x.target is operator.mul and isinstance(a, (int, float)):
+            a, b = b, a
+        if isinstance(b, bool) or not isinstance(b, (int, float)) or b == 0:
+            return None
+        scale = float(b) if x.target is operator.mul else 1.0 / float(b)
+        chain.append(x)
+        x = a
+    if not _is(x, "call_function", operator.matmul, torch.matmul) or not _only_user(
+            x, chain[-1]):
+        return None
+    q, kt = x.args
+    chain.append(x)
+    if not (_is(kt, "call_method", "transpose") and kt.args[1:] in ((-2, -1), (-1, -2))
+            and _only_user(kt, x)):
+        return None
+    chain.append(kt)
+    k = kt.args[0]
+    tq, tk, tv = _value(q), _value(k), _value(v)
+    if tq is None or tk is None or tv is None or not (
+            tq.shape == tk.shape == tv.shape and tq.dtype == tk.dtype == tv.dtype):
+        return None
+    if tq.dtype not in FUSED_DTYPES or tq.dim() < 3 or tq.shape[-2] % 128 or (
+            tq.shape[-1] > 128) or seq != tq.shape[-2]:
+        return None
+    return chain, (q, k, v, causal, scale)
+
+
 def fuse_attention(gm: torch.fx.GraphModule) -> int:
-    """Replaces the fusable scaled_dot_product_attention calls of a Dynamo graph by
-    fused_attention; returns how many."""
+    """Replaces the fusable scaled_dot_product_attention calls of a Dynamo graph, and the
+    attention written out as matmul, softmax and matmul, by fused_attention; returns how
+    many."""
     count = 0
     for node in list(gm.graph.nodes):
-        found = fusable_sdpa(node)
-        if found is None:
+        if node.graph is not gm.graph:  # (erased)
             continue
+        found = fusable_sdpa(node)
+        chain = [node]
+        if found is None:
+            explicit = fusable_explicit(node)
+            if explicit is None:
+                continue
+            chain, found = explicit
         with gm.graph.inserting_before(node):
             fused = gm.graph.call_function(fused_attention, found)
         fused.meta.update(node.meta)
         node.replace_all_uses_with(fused)
-        gm.graph.erase_node(node)
+        for dead in chain:  # the output first, then its inputs (each used by the previous)
+            gm.graph.erase_node(dead)
         count += 1
     if count:
+        gm.graph.eliminate_dead_code()
         gm.recompile()
     return count

@@ -3,6 +3,7 @@
 decomposed as before."""
 
 import json
+import math
 import os
 
 import pytest
@@ -118,3 +119,57 @@ def test_only_exact_cases_are_fused():
     assert fuse_attention(graph(cases["causal"][0], *short)) == 0
     wide = [torch.randn(1, 2, 256, 160) for _ in range(3)]  # head dim over 128
     assert fuse_attention(graph(cases["causal"][0], *wide)) == 0
+
+
+def _explicit_causal(q, k, v):  # GPT-2's eager attention, written out
+    seq, d = q.shape[-2], q.shape[-1]
+    scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d))
+    mask = torch.ones(seq, seq, dtype=torch.bool, device=q.device).tril()
+    scores = scores.masked_fill(~mask, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_written_out_causal_attention_is_fused(dtype, tmp_path):
+    torch.manual_seed(3)
+    q, k, v = (torch.randn(1, 4, 256, 64, dtype=dtype) for _ in range(3))
+    compiled = torch.compile(_explicit_causal, backend="neuron", dynamic=False,
+                             options={"dump_dir": str(tmp_path)})
+    with torch.no_grad():
+        out = compiled(q, k, v)
+    torch.testing.assert_close(out.float(), _explicit_causal(q.float(), k.float(), v.float()),
+                               **TOL[dtype])
+    targets = _graph_targets(tmp_path)
+    assert "neuronsim.kernel.default" in targets and not any("bmm" in t for t in targets)
+
+
+def test_written_out_attention_trains_and_other_masks_stay():
+    torch.manual_seed(4)
+    leaves = [torch.randn(1, 2, 128, 32).requires_grad_() for _ in range(3)]
+
+    def loss(q, k, v):
+        return (_explicit_causal(q, k, v) ** 2).sum()
+
+    expected = torch.autograd.grad(loss(*leaves), leaves)
+    got = torch.autograd.grad(torch.compile(loss, backend="neuron", dynamic=False)(*leaves),
+                              leaves)
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g, e, atol=1e-4, rtol=1e-4)
+
+    def banded(q, k, v):  # another mask: not the causal one, stays as written
+        seq = q.shape[-2]
+        keep = torch.ones(seq, seq, dtype=torch.bool).tril().triu(-4)
+        scores = (q @ k.transpose(-2, -1)).masked_fill(~keep, float("-inf"))
+        return torch.softmax(scores, dim=-1) @ v
+
+    captured = []
+
+    def backend(gm, example_inputs):
+        captured.append(fuse_attention(gm))
+        return gm.forward
+
+    torch._dynamo.reset()
+    q, k, v = (t.detach() for t in leaves)
+    torch.compile(banded, backend=backend, dynamic=False)(q, k, v)
+    torch.compile(_explicit_causal, backend=backend, dynamic=False)(q, k, v)
+    assert captured == [0, 1]

@@ -1,8 +1,9 @@
 """Attention in compiled graphs as one fused kernel: before AOTAutograd, the backend replaces
 each `scaled_dot_product_attention` call of a Dynamo graph that the built-in attention kernel
 (neuronsim/kernels/attention.py) computes exactly - no attention mask other than the causal
-one, no dropout, query and key lengths equal and a multiple of 128, head dim <= 128, one
-float dtype, query heads a multiple of the key/value heads (GQA) - by the op
+one, no dropout, query and key lengths equal and a multiple of 128 (up to 16384 in bf16,
+8192 in fp32 at head dim 128), head dim <= 128, one float dtype, query heads a multiple of
+the key/value heads (GQA) - by the op
 `neuronsim::attention`, whose kernel is spliced into the graph's program: the S x S scores
 never reach HBM. Its backward recomputes the probabilities with PyTorch ops (the attention
 backward AOTAutograd would otherwise decompose), so training works as before. Anything
@@ -102,6 +103,15 @@ def _value(node: Any) -> torch.Tensor | None:
     return meta if isinstance(meta, torch.Tensor) else None
 
 
+def _fits(t: torch.Tensor) -> bool:
+    """The kernel's shapes: seq a multiple of 128, head dim <= 128, and Q^T, K^T and V of a
+    head within about half of SBUF (the next head's load while one computes)."""
+    seq, d = t.shape[-2], t.shape[-1]
+    if seq % 128 or d > 128 or t.dim() < 3:
+        return False
+    return seq * t.element_size() * (2 + (d + 1) / 128) <= 100 * 1024
+
+
 def fusable_sdpa(node: torch.fx.Node) -> tuple[Any, ...] | None:
     """(q, k, v, causal, scale) when the kernel computes this scaled_dot_product_attention
     call exactly, else None."""
@@ -128,7 +138,7 @@ def fusable_sdpa(node: torch.fx.Node) -> tuple[Any, ...] | None:
         return None
     *lead, heads, seq, d = q.shape
     *klead, kv_heads, kseq, kd = k.shape
-    if lead != klead or seq != kseq or d != kd or seq % 128 or d > 128 or heads % kv_heads:
+    if lead != klead or seq != kseq or d != kd or heads % kv_heads or not _fits(q):
         return None
     if kv_heads != heads and not a["enable_gqa"]:
         return None
@@ -210,8 +220,7 @@ def fusable_explicit(node: torch.fx.Node) -> tuple[list[torch.fx.Node], tuple] |
     if tq is None or tk is None or tv is None or not (
             tq.shape == tk.shape == tv.shape and tq.dtype == tk.dtype == tv.dtype):
         return None
-    if tq.dtype not in FUSED_DTYPES or tq.dim() < 3 or tq.shape[-2] % 128 or (
-            tq.shape[-1] > 128) or seq != tq.shape[-2]:
+    if tq.dtype not in FUSED_DTYPES or not _fits(tq) or seq != tq.shape[-2]:
         return None
     return chain, (q, k, v, causal, scale)
 

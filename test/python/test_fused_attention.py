@@ -119,6 +119,8 @@ def test_only_exact_cases_are_fused():
     assert fuse_attention(graph(cases["causal"][0], *short)) == 0
     wide = [torch.randn(1, 2, 256, 160) for _ in range(3)]  # head dim over 128
     assert fuse_attention(graph(cases["causal"][0], *wide)) == 0
+    long = [torch.randn(1, 1, 16384, 64) for _ in range(3)]  # fp32 Q^T, K^T, V over SBUF
+    assert fuse_attention(graph(cases["causal"][0], *long)) == 0
 
 
 def _explicit_causal(q, k, v):  # GPT-2's eager attention, written out

@@ -37,7 +37,7 @@ from neuronsim.kernels.attention import attention
 
 
 @kernels.jit
-def flash_attention_kernel(q_t, k_t, v, key_tile: int = 1536):
+def flash_attention_kernel(q_t, k_t, v, key_tile: int = 1024):
     # The kernel's code is the package's built-in attention kernel (also what
     # torch.compile(backend="neuron") runs for scaled_dot_product_attention), given the
     # transposed layout of Q and K: neuronsim/kernels/attention.py.

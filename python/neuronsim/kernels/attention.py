@@ -57,7 +57,7 @@ def _row_min(s, width: int):
 
 
 def attention(q, k, v, *, transposed: bool, causal: bool = True, scale: float | None = None,
-              key_tile: int = 1536):
+              key_tile: int = 1024):
     """The attention of q, k, v in a kernel being traced (call it from a @kernels.jit
     function); returns the output [heads, seq, d] in HBM. q is [heads, d, seq] (transposed)
     or [heads, seq, d]; k likewise with kv_heads (heads a multiple of kv_heads: query head h
@@ -79,8 +79,8 @@ def attention(q, k, v, *, transposed: bool, causal: bool = True, scale: float | 
     if d > 128 or seq % 128:
         raise error(f"attention takes head dim <= 128 and a sequence of a multiple of 128, "
                           f"got d = {d}, seq = {seq}")
-    if key_tile % 128 or not 128 <= key_tile <= 2048:
-        raise error(f"key_tile is a multiple of 128 in [128, 2048], got {key_tile}")
+    if key_tile % 128 or not 128 <= key_tile <= 1024:
+        raise error(f"key_tile is a multiple of 128 in [128, 1024], got {key_tile}")
     group = heads // kv_heads
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
     blocks, dv = seq // 128, d + 1  # V blocks carry a column of ones: dv columns each
@@ -110,13 +110,14 @@ def attention(q, k, v, *, transposed: bool, causal: bool = True, scale: float | 
     # at a time: chunk (h, b) two query blocks before the first query block that needs it.
     q_tiles, kv_tiles = {}, {}
 
-    def transposed_rows(dst, src, factor):
+    def transposed_rows(dst, src, factor, slot):
         """dst [d, 128] = factor * src^T for src [128 positions, d] in HBM: loaded, then
         transposed on the Tensor engine and copied out of PSUM by the Vector or Scalar
         engine (with the factor)."""
         rows = nl.ndarray((128, d), dtype=v.dtype, buffer=nl.sbuf)
         _load_rows(rows, src)
-        t = nisa.nc_transpose(rows)
+        t = psum_t[:, slot * 128:(slot + 1) * 128]
+        t[...] = nisa.nc_transpose(rows)
         if lighter(128) == vector:
             dst[...] = nisa.tensor_scalar(t, nl.multiply, factor, dtype=v.dtype,
                                           engine=vector)
@@ -136,7 +137,7 @@ def attention(q, k, v, *, transposed: bool, causal: bool = True, scale: float | 
             _load_rows(q_raw, q[h, :, cols])
             q_all[:, cols] = nisa.tensor_scalar(q_raw, nl.multiply, -scale, engine=gpsimd)
         else:
-            transposed_rows(q_all[:, cols], q[h, cols, :], -scale)
+            transposed_rows(q_all[:, cols], q[h, cols, :], -scale, 0)
         if h % group:
             return  # K^T and V of the kv head are loaded with its first query head
         if b == 0:
@@ -146,7 +147,7 @@ def attention(q, k, v, *, transposed: bool, causal: bool = True, scale: float | 
         if transposed:
             _load_rows(k_all[:, cols], k[kvh, :, cols])
         else:
-            transposed_rows(k_all[:, cols], k[kvh, cols, :], 1.0)
+            transposed_rows(k_all[:, cols], k[kvh, cols, :], 1.0, 1)
         _load_rows(v_all[:, b * dv:b * dv + d], v[kvh, cols, :])
         v_all[:, b * dv + d:(b + 1) * dv] = 1.0
 
@@ -163,13 +164,24 @@ def attention(q, k, v, *, transposed: bool, causal: bool = True, scale: float | 
             load_chunk(*chunk)
             loaded.append(chunk)
 
+    # PSUM, allocated once and reused in turn (no fragmentation whatever the units' widths):
+    # three score tiles (the units in the pipeline's first three stages), the accumulators
+    # of two rows side by side in one bank, and (rows layout) the Q / K transposes.
+    scores_ring = [nl.ndarray((128, key_tile), dtype=nl.float32, buffer=nl.psum)
+                   for _ in range(3)]
+    accs = nl.ndarray((128, 2 * dv), dtype=nl.float32, buffer=nl.psum)
+    psum_t = None if transposed else nl.ndarray((d, 256), dtype=nl.float32, buffer=nl.psum)
+    counters = {"units": 0, "rows": 0}
+
     class Row:
         """The state of a block of 128 queries across its key tiles: the running -max and
         the accumulator [128, dv] in PSUM (P V and, in the last column, the row sums)."""
 
         def __init__(self):
             self.neg = None
-            self.acc = None
+            slot = counters["rows"] % 2
+            counters["rows"] += 1
+            self.acc = accs[:, slot * dv:(slot + 1) * dv]
 
     def unit(h, qi, k0, width, row):
         """Keys [k0, k0 + key_tile) (up to the diagonal) of queries [128 qi, 128 qi + 128)
@@ -181,7 +193,8 @@ def attention(q, k, v, *, transposed: bool, causal: bool = True, scale: float | 
         first, last = k0 == 0, k0 + width == keys
         q = q_all[:, qi * 128:(qi + 1) * 128]
         # The scores in PSUM banks side by side, 512 keys (one matmul) per bank
-        s = nl.ndarray((128, width), dtype=nl.float32, buffer=nl.psum)
+        s = scores_ring[counters["units"] % 3][:, 0:width]
+        counters["units"] += 1
         for c0 in range(0, width, 512):
             w = min(512, width - c0)
             s[:, c0:c0 + w] = nisa.nc_matmul(q, k_all[:, k0 + c0:k0 + c0 + w])
@@ -212,7 +225,7 @@ def attention(q, k, v, *, transposed: bool, causal: bool = True, scale: float | 
             p_t[:, c0:c0 + w] = nisa.tensor_copy(s[:, c0:c0 + w], dtype=v.dtype,
                                                  engine=lighter(w))
         if first:
-            row.acc = nl.ndarray((128, dv), dtype=nl.float32, buffer=nl.psum)
+            pass
         elif lighter(dv) == vector:  # rescale the accumulator to the new max
             row.acc[...] = nisa.tensor_tensor(row.acc, alpha, op=nl.multiply, engine=vector)
         else:
@@ -220,8 +233,11 @@ def attention(q, k, v, *, transposed: bool, causal: bool = True, scale: float | 
         yield
         for c in range(width // 128):
             kb = k0 // 128 + c
-            row.acc += nisa.nc_matmul(p_t[:, c * 128:(c + 1) * 128],
-                                      v_all[:, kb * dv:(kb + 1) * dv])
+            pv = nisa.nc_matmul(p_t[:, c * 128:(c + 1) * 128], v_all[:, kb * dv:(kb + 1) * dv])
+            if first and c == 0:
+                row.acc[...] = pv  # the row's first: overwrites what the slot held
+            else:
+                row.acc += pv
         if last:
             out = nisa.tensor_tensor(row.acc[:, 0:d], row.acc[:, d:dv], op=nl.divide,
                                      dtype=v.dtype, engine=charge(vector, d))

@@ -12,10 +12,11 @@ above the diagonal are skipped):
 - the unit's scores stay in PSUM (a tile over several banks, one matmul of up to 512 keys
   per bank); the Vector engine reads them straight from there for the row min (the two
   halves in one instruction: their elementwise min, in bf16, which GpSimd reduces);
-- the Scalar engine computes P = exp(-S - min) from PSUM, the row min as the per-partition
-  bias tile of the activation;
+- the Scalar engine computes P = exp(m - S) from PSUM (S the negated scaled scores, m
+  their row min), m as the per-partition bias tile of the activation;
 - P is transposed on the Tensor engine into the PSUM banks its scores came from, copied to
-  SBUF (by the Vector or the Scalar engine, whichever has less work), and P V accumulates
+  SBUF 256 columns at a time (by the Vector or the Scalar engine, whichever has less work:
+  the P V matmuls start after the first copy), and P V accumulates
   in PSUM. V carries a column of ones, so the same matmuls also sum the rows of P (the
   softmax denominator), and the output is one division of the accumulator by that column;
 - from a row's second unit on, the running max may grow: the accumulator is rescaled in
@@ -24,8 +25,10 @@ above the diagonal are skipped):
   made once by affine_select on GpSimd, transposed into the scores' PSUM accumulation),
   so masked scores are the largest finite bf16 number and their exp is 0;
 - the units run as a software pipeline of four stages (scores and min; exp; transposes
-  and copies; P V): every engine's instruction stream interleaves four units, and the
-  loads (128 positions of Q, K and V at a time) run two query blocks ahead.
+  and copies; P V): every engine's instruction stream interleaves four units; PSUM is
+  allocated once (three score tiles used in turn, the accumulators of two rows), and the
+  loads (128 positions of Q, K and V at a time, split over DMA queues) run two query
+  blocks ahead.
 """
 
 from __future__ import annotations

@@ -14,7 +14,6 @@ from . import isa as nisa
 from . import language as nl
 from .tracer import error
 
-MASKED = float(torch.finfo(torch.bfloat16).max)  # 3.39e38: finite in bf16 and fp32
 
 
 def _schedule(units) -> None:
@@ -91,8 +90,11 @@ def attention(q, k, v, *, transposed: bool, causal: bool = True, scale: float | 
     # transpose is added to the scores on the Tensor engine.
     mask_t = None
     if causal:
+        # (the largest finite number of the dtype: an infinity times the identity's zeros
+        # would make NaNs on the Tensor engine)
+        masked = float(torch.finfo(v.dtype).max)
         mask_t = nisa.affine_select(i_f - i_p >= 0, nl.zeros((128, 128), dtype=v.dtype),
-                                    MASKED, engine=gpsimd)
+                                    masked, engine=gpsimd)
 
     # The kernel's estimate of the Vector and Scalar engines' work so far (ns, the cost
     # model's formulas): each P^T copy goes to the one that is less loaded.

@@ -172,8 +172,9 @@ LogicalResult Exporter::instruction(Operation *op) {
           })
           .Case([&](nisa::MatmulOp o) {
             inst.accumulate = o.getAccumulate();
-            program.flops += iterations * 2 * o.getStationary().getSize(0) *
-                             o.getStationary().getFreeSize() * o.getMoving().getFreeSize();
+            if (!o->hasAttr("nisa.uncounted")) // (a kernel's that declares its FLOPs)
+              program.flops += iterations * 2 * o.getStationary().getSize(0) *
+                               o.getStationary().getFreeSize() * o.getMoving().getFreeSize();
             return success(succeeded(src(o.getStationary())) && succeeded(src(o.getMoving())));
           })
           .Case([&](nisa::ActivationOp o) -> LogicalResult {
@@ -254,7 +255,12 @@ LogicalResult Exporter::instruction(Operation *op) {
   return success();
 }
 
-LogicalResult Exporter::run(func::FuncOp func) { return block(func.getBody().front()); }
+LogicalResult Exporter::run(func::FuncOp func) {
+  // The useful FLOPs declared by the graph's kernels (their matmuls are not counted).
+  if (auto declared = func->getAttrOfType<IntegerAttr>("neuron.kernel_flops"))
+    program.flops += uint64_t(declared.getInt());
+  return block(func.getBody().front());
+}
 
 LogicalResult Exporter::block(Block &body) {
   for (Operation &op : body) {

@@ -24,6 +24,13 @@ Values kernel(NodeContext &ctx) {
     results.push_back(ctx.resultType(i));
   auto op = ctx.b.create<ntorch::KernelOp>(ctx.loc, results, ctx.b.getStringAttr(name),
                                            ctx.b.getStringAttr(ir), inputs);
+  // The kernel's useful FLOPs, when it declares them: they count instead of its matmuls'
+  // (transposes, masked blocks and other work of the kernel's own are no useful FLOPs).
+  int64_t flops = ctx.integer(~size_t(0), "flops", -1);
+  if (flops < -1 || (flops == -1 && ctx.hasArg(~size_t(0), "flops")))
+    throw ImportError("the 'flops' of kernel '" + name + "' must be a non-negative integer");
+  if (flops >= 0)
+    op->setAttr("flops", ctx.b.getI64IntegerAttr(flops));
   return Values(op.getResults());
 }
 

@@ -12,6 +12,7 @@ from torch._decomp import core_aten_decompositions, decomposition_table
 from torch._dynamo.backends.common import aot_autograd
 
 from .compiler import compile_fx_graph
+from .attention import fuse_attention
 from .complex_lowering import LOWERED_HERE, lower_complex
 from .decompositions import NEURON_DECOMPOSITIONS
 from .grouped_mm import registered_library_op_decompositions
@@ -78,6 +79,7 @@ def neuron_backend(
     check_static_inputs(example_inputs)
     check_static_graph(gm)
     keep_message_free_asserts(gm)
+    fuse_attention(gm)  # scaled_dot_product_attention -> one fused kernel where exact
 
     def compile_graph(graph: torch.fx.GraphModule, inputs: Sequence[Any], kind: str) -> Any:
         # Complex tensors become real planes; the boundary converts complex inputs/outputs.

@@ -12,9 +12,10 @@ func.func @sbuf_overflow(%x: memref<128x32768xf32, #ntile.mem<hbm>> {ntile.input
 
 // -----
 
-// A PSUM tile fits in one 2 KiB bank.
-func.func @psum_bank(%x: memref<4xf32, #ntile.mem<hbm>> {ntile.input = 0 : i32}) {
-  // expected-error @+1 {{PSUM tile of 4096 bytes per partition exceeds a bank (2048 bytes)}}
-  %p = memref.alloc() : memref<128x1024xf32, #ntile.mem<psum>>
+// A PSUM tile may span banks, not more than the 16 KiB of PSUM.
+func.func @psum_capacity(%x: memref<4xf32, #ntile.mem<hbm>> {ntile.input = 0 : i32}) {
+  %q = memref.alloc() : memref<128x1024xf32, #ntile.mem<psum>>
+  // expected-error @+1 {{PSUM tile of 32768 bytes per partition exceeds PSUM (16384 bytes)}}
+  %p = memref.alloc() : memref<128x8192xf32, #ntile.mem<psum>>
   return
 }

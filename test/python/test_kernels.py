@@ -70,6 +70,74 @@ def test_flash_attention_kernel_matches_eager(dtype):
     _close(out, expected, dtype)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_flash_attention_kernel_rescales_across_key_units(dtype):
+    # Units of 256 keys: rows of up to 5 units, the running max growing between them (the
+    # later keys score higher), the accumulator rescaled in PSUM each time; head dim 128.
+    q, k, v = (torch.randn(1, 1280, 128) for _ in range(3))
+    k = k + torch.linspace(0, 3, 1280).unsqueeze(-1) * q.mean(1, keepdim=True)
+    q, k, v = (t.to(dtype) for t in (q, k, v))
+    out = fa.flash_attention_kernel(q.transpose(1, 2).contiguous(),
+                                    k.transpose(1, 2).contiguous(), v, 256)
+    expected = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True)
+    _close(out, expected, dtype)
+
+
+def test_activation_with_scale_and_bias_tiles_and_row_sums():
+    @kernels.jit
+    def act(x, b, s):
+        out = nl.ndarray(x.shape, dtype=nl.bfloat16, buffer=nl.shared_hbm)
+        sums = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        acc = nl.ndarray((x.shape[0], 2), dtype=nl.float32, buffer=nl.sbuf)
+        y = nisa.activation(op=nl.exp, data=nl.load(x), bias=nl.load(b), scale=nl.load(s),
+                            reduce_op=nl.add, reduce_res=acc[:, 1:2], dtype=nl.bfloat16)
+        nl.store(out, value=y)
+        nl.store(sums, value=acc[:, 1:2])
+        return out, sums
+
+    x, b, s = torch.randn(128, 300), torch.randn(128, 1), torch.rand(128, 1)
+    assert 'ntile.activation exp' in act.ir(x, b, s) and ' sum %' in act.ir(x, b, s)
+    y, sums = act(x, b, s)
+    expected = torch.exp(x * s + b)
+    torch.testing.assert_close(y.float(), expected, atol=0, rtol=1e-2)
+    # the row sums of the fp32 results (before the bf16 rounding of the output)
+    torch.testing.assert_close(sums, expected.sum(1, keepdim=True), atol=1e-3, rtol=1e-5)
+    with pytest.raises(kernels.KernelError, match=r"a float or a \[128, 1\] tile"):
+        act.trace(x, torch.randn(128, 2), s)
+    with pytest.raises(kernels.KernelError, match="reduces its rows with nl.add only"):
+
+        @kernels.jit
+        def bad(x):
+            out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+            acc = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+            nl.store(out, value=nisa.activation(op=nl.exp, data=nl.load(x),
+                                                reduce_op=nl.maximum, reduce_res=acc))
+            return out
+
+        bad(x)
+
+
+def test_psum_tile_over_two_banks_and_a_chosen_vector_engine_stays():
+    @kernels.jit
+    def two_banks(a, b):
+        out = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.shared_hbm)
+        at, bt = nl.load(a), nl.load(b)
+        acc = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.psum)
+        acc[:, 0:512] = nisa.nc_matmul(at, bt[:, 0:512])
+        acc[:, 512:1024] = nisa.nc_matmul(at, bt[:, 512:1024])
+        acc[:, 640:768] += nisa.nc_matmul(at, bt[:, 0:128])  # accumulates (written before)
+        nl.store(out, value=nisa.tensor_copy(acc, engine=nisa.engine.vector))
+        return out
+
+    a, b = torch.randn(128, 128), torch.randn(128, 1024)
+    assert 'ntile.engine = "vector"' in two_banks.ir(a, b)
+    expected = a.T @ b
+    expected[:, 640:768] += a.T @ b[:, 0:128]
+    torch.testing.assert_close(two_banks(a, b), expected, atol=1e-3, rtol=1e-4)
+    busy = neuronsim.last_run_stats()["engine_busy_ns"]
+    assert busy["vector"] > 0 and busy["scalar"] == 0 and busy["gpsimd"] == 0
+
+
 def test_kernel_op_is_a_torch_op_with_fake_shapes():
     x = torch.randn(130, 64)
     w = torch.randn(64)

@@ -80,15 +80,21 @@ def test_accumulation_group_spanning_psum_banks():
                       error=kernels.KernelError, match="spans 2 PSUM banks")
     assert message.startswith(line_of("MARK_BANKS"))
 
+    # A PSUM tile may span banks (as NKI's); a matmul result in it must stay in one bank.
     @kernels.jit
-    def wide_tile(a):
+    def across(a, b):
         out = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.shared_hbm)
-        acc = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.psum)  # MARK_BANK_TILE
+        at, bt = nl.load(a), nl.load(b)
+        acc = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.psum)
+        acc[:, 0:512] = nisa.nc_matmul(at, bt)
+        acc[:, 256:768] = nisa.nc_matmul(at, bt)  # MARK_BANK_TILE
         nl.store(out, value=nl.copy(acc))
         return out
 
-    message = _raises(wide_tile, torch.randn(128, 128), error=kernels.KernelError,
-                      match="spans 2 PSUM banks")
+    message = _raises(across, torch.randn(128, 128), torch.randn(128, 512),
+                      error=kernels.KernelError,
+                      match=r"nc_matmul into columns \[256, 768\) of a PSUM tile of 1024 fp32 "
+                      "columns: a matmul's result stays in one PSUM bank")
     assert message.startswith(line_of("MARK_BANK_TILE"))
 
 

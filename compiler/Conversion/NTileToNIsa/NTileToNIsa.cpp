@@ -308,10 +308,13 @@ struct MatmulToNIsa : ToNIsa<ntile::MatmulOp> {
   using ToNIsa::ToNIsa;
   LogicalResult matchAndRewrite(ntile::MatmulOp op, OpAdaptor,
                                 ConversionPatternRewriter &r) const override {
-    r.replaceOpWithNewOp<nisa::MatmulOp>(
+    bool uncounted = op->hasAttr("ntile.uncounted"); // a kernel's (its FLOPs declared)
+    auto matmul = r.replaceOpWithNewOp<nisa::MatmulOp>(
         op, queue(r, op, nisa::kQueueTensor), memory.wholeTile(op.getResult()),
         memory.wholeTile(op.getStationary()), memory.wholeTile(op.getMoving()),
         unit(r, op.getAccumulate()), nullptr, nullptr);
+    if (uncounted)
+      matmul->setAttr("nisa.uncounted", r.getUnitAttr());
     return success();
   }
 };

@@ -41,8 +41,20 @@ LogicalResult lowerKernel(TileEmitter &e, Operation *op) {
                                         << "' is " << arg.getType() << ", the call passes "
                                         << buffer.getType();
   }
-  for (Operation &inner : func.getBody().front().without_terminator())
-    e.b.clone(inner, mapping);
+  auto declared = op->getAttrOfType<IntegerAttr>("flops");
+  for (Operation &inner : func.getBody().front().without_terminator()) {
+    Operation *copy = e.b.clone(inner, mapping);
+    // A kernel that declares its useful FLOPs: its matmuls are not counted (the program's
+    // FLOPs get the declared number instead, from the function's neuron.kernel_flops).
+    if (declared)
+      copy->walk([&](ntile::MatmulOp m) { m->setAttr("ntile.uncounted", e.b.getUnitAttr()); });
+  }
+  if (declared) {
+    auto parent = op->getParentOfType<func::FuncOp>();
+    auto sum = parent->getAttrOfType<IntegerAttr>("neuron.kernel_flops");
+    parent->setAttr("neuron.kernel_flops",
+                    e.b.getI64IntegerAttr((sum ? sum.getInt() : 0) + declared.getInt()));
+  }
   return success();
 }
 

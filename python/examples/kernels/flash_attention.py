@@ -1,119 +1,50 @@
-"""Causal flash-attention forward kernel (one pass over the keys with a running max and sum).
+"""Causal flash-attention forward kernel, organized as NKI's flash_fwd (its code is in
+neuronsim/kernels/attention.py, the built-in attention kernel; here it takes Q and K
+transposed, as NKI's flash_fwd does).
 
 Inputs per batch-head: q_t [d, S] and k_t [d, S] (head dim on the partitions: the Tensor
 engine's layout for Q K^T), v [S, d]; output o [S, d] = softmax(Q K^T / sqrt(d), causal) V.
-For every block of 128 queries (unrolled while tracing), the keys before it are visited in
-blocks of 512 (a sequential loop) and 128, and the diagonal block is masked with
-nisa.affine_select: only the causal half of Q K^T is computed. P is transposed on the
-Tensor engine (nc_transpose) for the P V matmul, which accumulates in PSUM.
+
+Q^T is scaled by -1/sqrt(d) as it is loaded (GpSimd), so the scores come out as
+-scale * Q K^T and their row min is the exp's bias (-max) directly. For every block of 128
+queries, the keys up to the diagonal are visited in units of up to `key_tile` keys (blocks
+above the diagonal are skipped):
+- the unit's scores stay in PSUM (a tile over several banks, one matmul of up to 512 keys
+  per bank); the Vector engine reads them straight from there for the row min (the two
+  halves in one instruction: their elementwise min, in bf16, which GpSimd reduces);
+- the Scalar engine computes P = exp(m - S) from PSUM (S the negated scaled scores, m
+  their row min), m as the per-partition bias tile of the activation;
+- P is transposed on the Tensor engine into the PSUM banks its scores came from, copied to
+  SBUF 256 columns at a time (by the Vector or the Scalar engine, whichever has less work:
+  the P V matmuls start after the first copy), and P V accumulates
+  in PSUM. V carries a column of ones, so the same matmuls also sum the rows of P (the
+  softmax denominator), and the output is one division of the accumulator by that column;
+- from a row's second unit on, the running max may grow: the accumulator is rescaled in
+  PSUM by exp(old min - new min), once per unit;
+- the diagonal block gets the causal mask added on the Tensor engine (its transpose,
+  made once by affine_select on GpSimd, transposed into the scores' PSUM accumulation),
+  so masked scores are the largest finite bf16 number and their exp is 0;
+- the units run as a software pipeline of four stages (scores and min; exp; transposes
+  and copies; P V): every engine's instruction stream interleaves four units; PSUM is
+  allocated once (three score tiles used in turn, the accumulators of two rows), and the
+  loads (128 positions of Q, K and V at a time, split over DMA queues) run two query
+  blocks ahead.
 """
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from neuronsim import kernels
-from neuronsim.kernels import isa as nisa
-from neuronsim.kernels import language as nl
-
-
-def _run_interleaved(steps) -> None:
-    """Traces several generators round-robin, one stage of each in turn: independent query
-    blocks alternate in every engine's instruction stream, so that one block's dependent
-    chain (matmul, max, exp, transpose, matmul) overlaps another's."""
-    steps = list(steps)
-    while steps:
-        steps = [g for g in steps if next(g, StopIteration) is not StopIteration]
+from neuronsim.kernels.attention import attention
 
 
 @kernels.jit
-def flash_attention_kernel(q_t, k_t, v, group: int = 4):
-    heads, d, seq = q_t.shape
-    assert d <= 128 and seq % 128 == 0, "head dim <= 128, sequence a multiple of 128"
-    scale = 1.0 / math.sqrt(d)
-    o = nl.ndarray((heads, seq, d), dtype=v.dtype, buffer=nl.shared_hbm)
-    i_p, i_f = nl.mgrid[0:128, 0:128]
-    gpsimd, scalar = nisa.engine.gpsimd, nisa.engine.scalar
-    for h in range(heads):  # unrolled too: tiles of unrolled blocks are freed after use
-        # K^T and V of the head stay in SBUF: [d, seq] and [128, (seq / 128) * d] (block b
-        # of 128 keys in columns b * d ...)
-        k_all = nl.load(k_t[h])
-        v_all = nl.ndarray((128, (seq // 128) * d), dtype=v.dtype, buffer=nl.sbuf)
-        for b in nl.affine_range(seq // 128):
-            v_all[:, nl.ds(b * d, d)] = nl.load(v[h, nl.ds(b * 128, 128), :])
-
-        class QueryBlock:
-            """Queries [q0, q0 + 128): their running max, sum and output."""
-
-            def __init__(self, qi):
-                self.qi, self.q0 = qi, qi * 128
-                self.q = nl.load(q_t[h, :, nl.ds(self.q0, 128)])
-                self.m = nl.full((128, 1), -math.inf, dtype=nl.float32)
-                self.l_sum = nl.zeros((128, 1), dtype=nl.float32)
-                self.acc = nl.zeros((128, d), dtype=nl.float32)
-
-            def block(self, kb, width, masked):
-                """Keys [128 kb, 128 kb + width) (kb may be a loop expression); yields
-                between stages. The work is spread over the Vector, GpSimd and Scalar
-                engines."""
-                s = nisa.nc_matmul(self.q, k_all[:, nl.ds(kb * 128, width)])  # PSUM
-                s_psum = s
-                yield
-                if masked:  # key 128 kb + f is visible to query q0 + p when it is <= q0 + p
-                    s = nisa.affine_select(i_p - i_f + (self.q0 - kb * 128) >= 0, s,
-                                           -math.inf)
-                m_new = nl.maximum(self.m, nl.max(s, axis=1))
-                yield
-                # (on the Vector engine: the scores may still be in PSUM, which GpSimd
-                # cannot access)
-                shifted = nisa.tensor_tensor(s, m_new, op=nl.subtract)
-                yield
-                p = nisa.activation(op=nl.exp, data=shifted, scale=scale, dtype=v.dtype)
-                alpha = nisa.activation(op=nl.exp, data=nl.subtract(self.m, m_new),
-                                        scale=scale)
-                yield
-                pv = nl.ndarray((128, d), dtype=nl.float32, buffer=nl.psum)
-                # P^T in 128 x 128 blocks, side by side in the PSUM bank of the scores
-                # (read for the last time by the subtract above), copied to SBUF at once
-                p_ts = s_psum[:, 0:width]
-                for c in range(width // 128):
-                    p_ts[:, c * 128:(c + 1) * 128] = nisa.nc_transpose(
-                        p[:, c * 128:(c + 1) * 128])
-                yield
-                p_t = nisa.tensor_copy(p_ts, dtype=v.dtype, engine=scalar)
-                yield
-                for c in range(width // 128):
-                    pv += nisa.nc_matmul(p_t[:, c * 128:(c + 1) * 128],
-                                         v_all[:, nl.ds((kb + c) * d, d)])
-                row_sum = nisa.tensor_reduce(nl.add, p, axis=1, dtype=nl.float32,
-                                             engine=gpsimd)
-                self.l_sum[...] = nl.add(nl.multiply(self.l_sum, alpha), row_sum)
-                self.m[...] = nisa.tensor_copy(m_new, engine=gpsimd)
-                yield
-                self.acc[...] = nisa.tensor_tensor(  # reads PSUM: on the Vector engine
-                    nisa.tensor_tensor(self.acc, alpha, op=nl.multiply, engine=gpsimd), pv,
-                    op=nl.add)
-
-            def tail(self, wide):
-                """The key blocks after the first `wide` blocks of 512: 128 at a time up to
-                the diagonal, then the masked diagonal block; then the output."""
-                for c in range((self.q0 - wide * 512) // 128):
-                    yield from self.block(wide * 4 + c, 128, False)
-                yield from self.block(self.qi, 128, True)
-                out = nl.multiply(self.acc, nl.reciprocal(self.l_sum), dtype=v.dtype)
-                nl.store(o[h, nl.ds(self.q0, 128), :], value=out)
-
-        # Query blocks in groups that see the same number of 512-key blocks, interleaved.
-        for first in range(0, seq // 128, group):
-            blocks = [QueryBlock(qi) for qi in range(first, min(first + group, seq // 128))]
-            wides = {qb.q0 // 512 for qb in blocks}
-            wide = min(wides)
-            for j in nl.sequential_range(wide):
-                _run_interleaved(qb.block(j * 4, 512, False) for qb in blocks)
-            _run_interleaved(qb.tail(wide) for qb in blocks)
-    return o
+def flash_attention_kernel(q_t, k_t, v, key_tile: int = 1024):
+    # The kernel's code is the package's built-in attention kernel (also what
+    # torch.compile(backend="neuron") runs for scaled_dot_product_attention), given the
+    # transposed layout of Q and K: neuronsim/kernels/attention.py.
+    return attention(q_t, k_t, v, transposed=True, causal=True, key_tile=key_tile)
 
 
 _flash_attention_op = kernels.torch_op("neuronsim_examples::flash_attention",

@@ -312,6 +312,7 @@ class DmaOp(Op):
     src: TileRegion | HbmAccess | ConstantTensor = None  # type: ignore[assignment]
     src_dims: list[tuple[int, int]] | None = None  # constants: the pattern read
     dst: TileRegion | HbmAccess = None  # type: ignore[assignment]
+    src_offset: int = 0  # constants: the first element read
 
 
 @dataclass
@@ -424,12 +425,13 @@ class Emitter:
                        source)
         return name, view_type
 
-    def dma_side(self, env: _Env, side: Any, dims: list[tuple[int, int]] | None) -> tuple[str, str]:
+    def dma_side(self, env: _Env, side: Any, dims: list[tuple[int, int]] | None,
+                 offset: int = 0) -> tuple[str, str]:
         if isinstance(side, HbmAccess):
             return (f"{self.hbm_names[id(side.tensor)]} {self.ap(env, side.offset, side.dims)}",
                     side.tensor.mlir_type())
         if isinstance(side, ConstantTensor):
-            return (f"{self.constant_names[id(side)]} {self.ap(env, Aff(0), dims or [])}",
+            return (f"{self.constant_names[id(side)]} {self.ap(env, Aff(offset), dims or [])}",
                     side.mlir_type())
         t = side.tile
         offset = side.c0 + side.p0 * t.free
@@ -446,7 +448,7 @@ class Emitter:
             env.names[op.tile.id] = name
             self.emit_line(env, f"{name} = memref.alloc() : {op.tile.mlir_type()}", op.source)
         elif isinstance(op, DmaOp):
-            src, src_type = self.dma_side(env, op.src, op.src_dims)
+            src, src_type = self.dma_side(env, op.src, op.src_dims, op.src_offset)
             dst, dst_type = self.dma_side(env, op.dst, None)
             self.emit_line(env, f"ntile.dma {src} to {dst} : {src_type}, {dst_type}", op.source)
         elif isinstance(op, MatmulOp):
@@ -466,26 +468,47 @@ class Emitter:
         else:  # pragma: no cover
             raise AssertionError(op)
 
+    def emit_activation(self, op: ComputeOp, env: _Env) -> None:
+        """fn source [scale tile] [bias tile] to target [sum accum]: the tile operands
+        follow the data in op.srcs (scale first)."""
+        a = op.attrs
+        src, src_t = self.operand(env, op.srcs[0], op.source)
+        rest = list(op.srcs[1:])
+        text = f"ntile.activation {a['fn']} {src}"
+        for key, word in (("scale_tile", "scale"), ("bias_tile", "bias")):
+            if a.get(key):
+                name, ty = self.operand(env, rest.pop(0), op.source)
+                text += f" {word} {name} : {ty}"
+        dst, dst_t = self.operand(env, op.dst, op.source)
+        text += f" to {dst}"
+        if a.get("accum") is not None:
+            name, ty = self.operand(env, a["accum"], op.source)
+            text += f" sum {name} : {ty}"
+        attrs = []
+        if a.get("scale", 1.0) != 1.0:
+            attrs.append(f"scale = {f64(a['scale'])}")
+        if a.get("bias", 0.0) != 0.0:
+            attrs.append(f"bias = {f64(a['bias'])}")
+        if attrs:
+            text += " {" + ", ".join(attrs) + "}"
+        self.emit_line(env, f"{text} : {src_t}, {dst_t}", op.source)
+
     def emit_compute(self, op: ComputeOp, env: _Env) -> None:
+        if op.kind == "activation":
+            self.emit_activation(op, env)
+            return
         srcs = [self.operand(env, s, op.source) for s in op.srcs]
         dst, dst_t = self.operand(env, op.dst, op.source)
         names = ", ".join(s[0] for s in srcs)
         types = ", ".join([s[1] for s in srcs] + [dst_t])
         a = op.attrs
         attrs = []
-        if op.kind == "activation":
-            if a.get("scale", 1.0) != 1.0:
-                attrs.append(f"scale = {f64(a['scale'])}")
-            if a.get("bias", 0.0) != 0.0:
-                attrs.append(f"bias = {f64(a['bias'])}")
         if op.kind == "tensor_scalar" and a.get("reverse"):
             attrs.append("reverse")
-        if a.get("engine") not in (None, "vector"):
+        if a.get("engine") is not None:  # chosen by the kernel: neuron-balance-engines keeps it
             attrs.append(f'ntile.engine = "{a["engine"]}"')
         extra = (" {" + ", ".join(attrs) + "}") if attrs else ""
-        if op.kind == "activation":
-            text = f"ntile.activation {a['fn']} {names} to {dst}{extra} : {types}"
-        elif op.kind == "tensor_tensor":
+        if op.kind == "tensor_tensor":
             text = f"ntile.tensor_tensor {a['op']} {names} to {dst}{extra} : {types}"
         elif op.kind == "tensor_scalar":
             text = (f"ntile.tensor_scalar {a['op']} {names}, {f64(a['scalar'])} to {dst}{extra}"

@@ -47,14 +47,30 @@ def nc_transpose(data: Any) -> TileView:
     return ops.matmul(x, TileView.whole(identity), source)
 
 
-def activation(op: Any, data: Any, bias: Any = None, scale: float = 1.0,
+def activation(op: Any, data: Any, bias: Any = None, scale: Any = 1.0,
+               reduce_op: Any = None, reduce_res: Any = None,
                dtype: torch.dtype | None = None) -> TileView:
-    """Scalar engine: op(data * scale + bias), `op` an nl function such as nl.exp."""
+    """Scalar engine: op(data * scale + bias), `op` an nl function such as nl.exp. `scale`
+    and `bias` are floats or [P, 1] tiles (one value per partition, as NKI's). With
+    reduce_op=nl.add and reduce_res (a [P, 1] float32 SBUF tile) the same instruction also
+    writes the sum of each row of the result there (NKI's activation_reduce)."""
     source = caller_source()
     if not isinstance(op, _Activation):
         raise error(f"activation takes a Scalar-engine function such as nl.exp, got {op!r}",
                     source)
-    return ops.activation(op.act, data, scale, bias, dtype, source)
+    if (reduce_op is None) != (reduce_res is None):
+        raise error("activation takes reduce_op and reduce_res together", source)
+    if reduce_op is not None and getattr(reduce_op, "alu", None) != "add":
+        raise error(f"the Scalar engine reduces its rows with nl.add only, got {reduce_op!r}",
+                    source)
+    return ops.activation(op.act, data, scale, bias, dtype, source, reduce_res=reduce_res)
+
+
+def activation_reduce(op: Any, data: Any, reduce_op: Any, reduce_res: Any, bias: Any = None,
+                      scale: Any = 1.0, dtype: torch.dtype | None = None) -> TileView:
+    """activation whose row sums go to reduce_res (NKI's nki.isa.activation_reduce)."""
+    return activation(op, data, bias=bias, scale=scale, reduce_op=reduce_op,
+                      reduce_res=reduce_res, dtype=dtype)
 
 
 def _alu(op: Any, what: str) -> str:

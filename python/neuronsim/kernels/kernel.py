@@ -14,7 +14,7 @@ from ..errors import NeuronCompileError
 from .ir import Source
 from .tracer import Traced, _current, trace
 
-_KERNEL_OPS: dict[str, tuple[Kernel, list[str]]] = {}
+_KERNEL_OPS: dict[str, tuple[Kernel, list[str], Any]] = {}
 
 
 class Kernel:
@@ -68,13 +68,17 @@ def _signature(value: Any) -> Any:
 
 
 def graph_node(traced: Traced, name: str, args: list[Any], outputs: list[Any],
-               source: str) -> dict[str, Any]:
-    """The graph-file node of a kernel call (compiler/Import/AtenKernel.cpp reads it)."""
+               source: str, flops: int | None = None) -> dict[str, Any]:
+    """The graph-file node of a kernel call (compiler/Import/AtenKernel.cpp reads it); with
+    `flops`, the kernel's useful FLOPs count instead of its matmuls'."""
+    kwargs: dict[str, Any] = {"kernel_name": traced.name, "ir": traced.ir}
+    if flops is not None:
+        kwargs["flops"] = int(flops)
     return {
         "name": name,
         "target": "neuronsim.kernel.default",
         "args": args,
-        "kwargs": {"kernel_name": traced.name, "ir": traced.ir},
+        "kwargs": kwargs,
         "outputs": outputs,
         "source": source,
     }
@@ -164,13 +168,16 @@ def _schema(kernel: Kernel, num_outputs: int) -> tuple[str, list[str]]:
 
 def torch_op(qualname: str, kernel: Kernel, num_outputs: int = 1,
              backward: Callable[..., Any] | None = None,
-             setup_context: Callable[..., Any] | None = None) -> Any:
+             setup_context: Callable[..., Any] | None = None,
+             flops: Callable[..., int] | None = None) -> Any:
     """Registers `kernel` as the PyTorch op `qualname` ("namespace::name"): eager calls run it
     on the simulator, a fake implementation traces it for output shapes, and inside
     torch.compile(backend="neuron") its instructions are inlined into the graph's program.
     Parameters annotated float / int / bool are scalars of the op, the others tensors.
     `backward` and `setup_context` (torch.library.register_autograd's) make it differentiable.
-    Returns the op (torch.ops.namespace.name)."""
+    `flops(*args)` (args as the op's: tensors with shapes, scalars) gives the useful FLOPs of
+    a call, which compiled graphs count instead of the kernel's matmuls (whose transposes
+    or masked blocks are no useful work). Returns the op (torch.ops.namespace.name)."""
     namespace, _, name = qualname.partition("::")
     if not namespace or not name:
         raise ValueError(f"qualname must be 'namespace::name', got {qualname!r}")
@@ -198,14 +205,14 @@ def torch_op(qualname: str, kernel: Kernel, num_outputs: int = 1,
         torch.library.register_autograd(qualname, backward, setup_context=setup_context,
                                         lib=lib)
     op = getattr(getattr(torch.ops, namespace), name)
-    _KERNEL_OPS[f"{namespace}.{name}.default"] = (kernel, names)
+    _KERNEL_OPS[f"{namespace}.{name}.default"] = (kernel, names, flops)
     return op
 
 
 _LIBRARIES: list[Any] = []
 
 
-def kernel_op(target: str) -> tuple[Kernel, list[str]] | None:
+def kernel_op(target: str) -> tuple[Kernel, list[str], Any] | None:
     """The kernel behind a registered op's overload name ('ns.name.default'), if any."""
     return _KERNEL_OPS.get(target)
 
@@ -219,7 +226,7 @@ def export_node(node: torch.fx.Node, ref: Callable[[Any], Any], results: list[An
     found = kernel_op(target_name(node.target))
     if found is None:
         return None
-    kernel, names = found
+    kernel, names, flops = found
     schema = node.target._schema  # type: ignore[union-attr]
     values = []
     for i, arg in enumerate(schema.arguments):
@@ -243,4 +250,5 @@ def export_node(node: torch.fx.Node, ref: Callable[[Any], Any], results: list[An
         else:
             traced_args.append(v)
     traced = kernel.trace(*traced_args)
-    return graph_node(traced, node.name, refs, results, source)
+    return graph_node(traced, node.name, refs, results, source,
+                      None if flops is None else flops(*traced_args))

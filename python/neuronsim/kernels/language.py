@@ -31,7 +31,9 @@ hbm = "hbm"
 
 class tile_size:  # noqa: N801 (NKI's name)
     pmax = ir.MAX_PARTITIONS  # partitions of a tile
-    psum_fmax = ir.PSUM_BANK_BYTES // 4  # fp32 columns of a PSUM tile (one bank)
+    psum_fmax = ir.PSUM_BANK_BYTES // 4  # fp32 columns of a matmul's result (one bank)
+    psum_bank_fmax = ir.PSUM_BANK_BYTES // 4  # fp32 columns of one PSUM bank
+    psum_num_banks = 8  # PSUM banks per partition (a tile may span several)
     gemm_stationary_fmax = ir.MAX_PARTITIONS  # columns of a matmul's stationary operand
     gemm_moving_fmax = ir.PSUM_BANK_BYTES // 4  # columns of a matmul's moving operand
 

@@ -193,18 +193,55 @@ def copy(value: Any, dtype: torch.dtype | None, source: Source, engine: str | No
                    "Vector engine")
 
 
-def activation(fn: str, data: Any, scale: float, bias: Any, dtype: torch.dtype | None,
-               source: Source) -> TileView:
+def _row_operand(value: Any, name: str, rows: int, source: Source) -> TileView:
+    """A per-partition operand of an activation: a [P, 1] float tile (one value per row)."""
+    tile = as_tile(value, f"the {name} of activation")
+    if tile.shape != (rows, 1):
+        raise error(f"the {name} of activation is a float or a [{rows}, 1] tile (one value "
+                    f"per partition), got a tile of shape {list(tile.shape)}", source)
+    _check_engine_dtype(tile, "Scalar engine", FLOATS, source)
+    _compute_source(tile, f"the {name} of activation", source)
+    return tile
+
+
+def activation(fn: str, data: Any, scale: Any, bias: Any, dtype: torch.dtype | None,
+               source: Source, reduce_res: Any = None) -> TileView:
+    """fn(data * scale + bias) on the Scalar engine; scale and bias are floats or [P, 1]
+    tiles; with reduce_res ([P, 1] fp32) the engine also writes each row's sum there."""
     tile = as_tile(data, "the data of activation")
+    rows = tile.shape[0]
+    attrs: dict[str, Any] = {"fn": fn, "scale": 1.0, "bias": 0.0}
+    extra: list[TileView] = []
+    if isinstance(scale, bool) or not isinstance(scale, (int, float, TileView)):
+        raise error(f"activation takes a float or [P, 1] tile scale, got {scale!r}", source)
+    if isinstance(scale, TileView):
+        extra.append(_row_operand(scale, "scale", rows, source))
+        attrs["scale_tile"] = True
+    else:
+        attrs["scale"] = float(scale)
     if bias is None:
         bias = 0.0
-    if not isinstance(bias, (int, float)):
-        raise error("activation takes a float bias (a per-partition bias tile is not "
-                    "supported: subtract it with nl.subtract first)", source)
-    if not isinstance(scale, (int, float)):
-        raise error("activation takes a float scale", source)
-    return compute("activation", [tile], {"fn": fn, "scale": float(scale), "bias": float(bias)},
-                   tile.shape, dtype, source, "Scalar engine", FLOATS)
+    if isinstance(bias, bool) or not isinstance(bias, (int, float, TileView)):
+        raise error(f"activation takes a float or [P, 1] tile bias, got {bias!r}", source)
+    if isinstance(bias, TileView):
+        extra.append(_row_operand(bias, "bias", rows, source))
+        attrs["bias_tile"] = True
+        attrs["bias"] = 1.0  # the bias tile's value as is (ntile: bias times the tile)
+    else:
+        attrs["bias"] = float(bias)
+    if reduce_res is not None:
+        sums = as_tile(reduce_res, "reduce_res")
+        if sums.shape != (rows, 1) or sums.dtype != torch.float32:
+            raise error(f"reduce_res receives the row sums: a [{rows}, 1] float32 tile, got "
+                        f"{list(sums.shape)} {_name(sums.dtype)}", source)
+        if sums.buffer != "sbuf" or sums.region.p0 != 0:
+            raise error("reduce_res is an SBUF tile from partition 0", source)
+        attrs["accum"] = sums.region
+    result = compute("activation", [tile, *extra], attrs, tile.shape, dtype, source,
+                     "Scalar engine", FLOATS)
+    if reduce_res is not None:
+        tracer().write(attrs["accum"], source)
+    return result
 
 
 def _broadcasts(a: TileView, b: TileView) -> tuple[int, int] | None:
@@ -286,8 +323,13 @@ def _redirect(target: TileView, value: TileView, source: Source) -> ir.Op | None
     return op
 
 
+def _same_region(a: TileRegion, b: TileRegion) -> bool:
+    return (a.tile is b.tile and a.p0 == b.p0 and a.np == b.np and a.width == b.width
+            and a.c0.const == b.c0.const and a.c0.terms == b.c0.terms)
+
+
 def assign(target: TileView, value: Any, source: Source) -> None:
-    if isinstance(value, TileView) and value.region == target.region:
+    if isinstance(value, TileView) and _same_region(value.region, target.region):
         return  # `t[...] += x` assigns the updated view back to itself
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         fill(target, float(value), source)
@@ -317,6 +359,18 @@ def _matmul_target(target: TileView, source: Source) -> None:
     if target.buffer != "psum" or target.dtype != torch.float32:
         raise error(f"nc_matmul writes fp32 PSUM tiles; the target is a {_name(target.dtype)} "
                     f"{target.buffer.upper()} tile", source)
+    # PSUM tiles start at a bank (the compiler's allocation): the result's columns must not
+    # cross a bank boundary (an accumulation group lives in one bank).
+    per_bank = ir.PSUM_BANK_BYTES // 4
+    r = target.region
+    lo, hi = r.c0.bounds()
+    if r.tile.free > per_bank and (not r.c0.is_const() or lo // per_bank != (
+            hi + r.width - 1) // per_bank):
+        where = f"columns [{lo}, {hi + r.width})" if r.c0.is_const() else (
+            "columns that depend on a loop variable")
+        raise error(f"nc_matmul into {where} of a PSUM tile of {r.tile.free} fp32 columns: a "
+                    f"matmul's result stays in one PSUM bank of {per_bank} fp32 columns "
+                    "(columns [512 b, 512 b + 512))", source)
 
 
 def accumulate(target: TileView, value: Any, source: Source) -> None:

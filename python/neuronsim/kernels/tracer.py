@@ -75,11 +75,8 @@ class Tracer:
         ir.mlir_type(dtype)
         scope = self.root if at_root else self.scope
         tile = Tile(partitions, free, dtype, space, scope, source)
-        if space == "psum" and tile.bytes_per_partition() > ir.PSUM_BANK_BYTES:
-            raise error(f"a PSUM tile of {tile.bytes_per_partition()} bytes per partition "
-                        f"spans {-(-tile.bytes_per_partition() // ir.PSUM_BANK_BYTES)} PSUM "
-                        f"banks; an accumulation group lives in one bank of "
-                        f"{ir.PSUM_BANK_BYTES} bytes ({ir.PSUM_BANK_BYTES // 4} fp32)", source)
+        # (a PSUM tile may span banks, as NKI's: each matmul's result stays in one bank, which
+        # ops.matmul checks where a result goes)
         # (a single tile larger than the memory; what is live together is checked by the
         # compiler's tile allocation, with liveness, whose error names this line too)
         if tile.bytes_per_partition() > self.capacity[space]:
@@ -127,8 +124,13 @@ class Tracer:
         self.constants.append(const)
         p, f = value.shape
         tile = self.new_tile(p, f, value.dtype, "sbuf", source, at_root=True)
-        self.prologue.append(ir.DmaOp(source, const, [(f, p), (1, f)],
-                                      TileRegion(tile, 0, p, Aff(0), f)))
+        # In up to four transfers of consecutive partitions: they run on as many DMA queues
+        # at once (one queue moves 32 KiB in about 1.4 us; constants are needed first).
+        step = max(32, -(-p // 4))
+        for p0 in range(0, p, step):
+            n = min(step, p - p0)
+            self.prologue.append(ir.DmaOp(source, const, [(f, n), (1, f)],
+                                          TileRegion(tile, p0, n, Aff(0), f), p0 * f))
         tile.written = True
         self.constant_tiles[key] = tile
         return tile
@@ -143,7 +145,11 @@ class Tracer:
             const.key = key  # type: ignore[attr-defined]
             self.constants.append(const)
         self.write(region, source)
-        self.record(ir.DmaOp(source, const, [(0, region.np), (0, region.width)], region))
+        step = max(32, -(-region.np // 4))  # in up to four transfers, as constant tiles
+        for p0 in range(0, region.np, step):
+            n = min(step, region.np - p0)
+            part = TileRegion(region.tile, region.p0 + p0, n, region.c0, region.width)
+            self.record(ir.DmaOp(source, const, [(0, n), (0, region.width)], part))
 
     # -- the whole kernel ------------------------------------------------------------------
 

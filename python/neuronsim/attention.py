@@ -1,0 +1,253 @@
+"""Attention in compiled graphs as one fused kernel: before AOTAutograd, the backend replaces
+each `scaled_dot_product_attention` call of a Dynamo graph that the built-in attention kernel
+(neuronsim/kernels/attention.py) computes exactly - no attention mask other than the causal
+one, no dropout, query and key lengths equal and a multiple of 128 (up to 16384 in bf16,
+8192 in fp32 at head dim 128), head dim <= 128, one float dtype, query heads a multiple of
+the key/value heads (GQA) - by the op
+`neuronsim::attention`, whose kernel is spliced into the graph's program: the S x S scores
+never reach HBM. Its backward recomputes the probabilities with PyTorch ops (the attention
+backward AOTAutograd would otherwise decompose), so training works as before. Anything
+else stays as it is (and is decomposed into core ATen ops as before)."""
+
+from __future__ import annotations
+
+import inspect
+import math
+import operator
+from typing import Any
+
+import torch
+
+from . import kernels
+from .kernels.attention import attention
+
+FUSED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+
+
+@kernels.jit(name="attention")
+def attention_kernel(q, k, v, causal: bool, scale: float):
+    """q [heads, seq, d], k and v [kv_heads, seq, d] -> [heads, seq, d]."""
+    return attention(q, k, v, transposed=False, causal=causal, scale=scale)
+
+
+def _setup_context(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
+    q, k, v, causal, scale = inputs
+    ctx.save_for_backward(q, k, v, output)
+    ctx.causal, ctx.scale = causal, scale
+
+
+def _backward(ctx: Any, grad: torch.Tensor) -> tuple:
+    """The attention backward from recomputed probabilities, in fp32 (PyTorch ops, which
+    AOTAutograd traces into the backward graph)."""
+    q, k, v, out = ctx.saved_tensors
+    heads, seq, d = q.shape
+    kv_heads = k.shape[0]
+    group = heads // kv_heads
+    qf, gf, of = q.float(), grad.float(), out.float()
+    kf = k.float().repeat_interleave(group, 0)
+    vf = v.float().repeat_interleave(group, 0)
+    scores = (qf @ kf.transpose(1, 2)) * ctx.scale
+    if ctx.causal:
+        hidden = torch.ones(seq, seq, dtype=torch.bool, device=q.device).triu(1)
+        scores = scores.masked_fill(hidden, float("-inf"))
+    p = torch.softmax(scores, dim=-1)
+    dv = p.transpose(1, 2) @ gf
+    dp = gf @ vf.transpose(1, 2)
+    ds = p * (dp - (gf * of).sum(-1, keepdim=True))
+    dq = (ds @ kf) * ctx.scale
+    dk = (ds.transpose(1, 2) @ qf) * ctx.scale
+    if group > 1:
+        dk = dk.view(kv_heads, group, seq, d).sum(1)
+        dv = dv.view(kv_heads, group, seq, d).sum(1)
+    return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), None, None
+
+
+def attention_flops(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
+                    scale: float) -> int:
+    """Useful FLOPs: Q K^T and P V over the visible scores (half of them when causal, as
+    FlashAttention counts; the kernel's transposes and masked halves of diagonal blocks are
+    not counted)."""
+    heads, seq, d = q.shape
+    full = 4 * heads * seq * seq * d
+    return full // 2 if causal else full
+
+
+attention_op = kernels.torch_op("neuronsim::attention", attention_kernel,
+                                backward=_backward, setup_context=_setup_context,
+                                flops=attention_flops)
+
+
+def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
+                    scale: float) -> torch.Tensor:
+    """q [..., heads, seq, d], k and v [..., kv_heads, seq, d] through neuronsim::attention
+    (query head h of a batch element reads its kv head h // (heads / kv_heads))."""
+    *lead, heads, seq, d = q.shape
+    out = attention_op(q.reshape(-1, seq, d), k.reshape(-1, seq, d), v.reshape(-1, seq, d),
+                       causal, scale)
+    return out.reshape(*lead, heads, seq, d)
+
+
+_SDPA_TARGETS = (torch._C._nn.scaled_dot_product_attention,
+                 torch.nn.functional.scaled_dot_product_attention)
+_SDPA_SIGNATURE = inspect.Signature([
+    inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default)
+    for name, default in (("query", inspect.Parameter.empty), ("key", inspect.Parameter.empty),
+                          ("value", inspect.Parameter.empty), ("attn_mask", None),
+                          ("dropout_p", 0.0), ("is_causal", False), ("scale", None),
+                          ("enable_gqa", False))
+])
+
+
+def _value(node: Any) -> torch.Tensor | None:
+    meta = node.meta.get("example_value") if isinstance(node, torch.fx.Node) else None
+    return meta if isinstance(meta, torch.Tensor) else None
+
+
+def _fits(t: torch.Tensor) -> bool:
+    """The kernel's shapes: seq a multiple of 128, head dim <= 128, and Q^T, K^T and V of a
+    head within about half of SBUF (the next head's load while one computes)."""
+    seq, d = t.shape[-2], t.shape[-1]
+    if seq % 128 or d > 128 or t.dim() < 3:
+        return False
+    return seq * t.element_size() * (2 + (d + 1) / 128) <= 100 * 1024
+
+
+def fusable_sdpa(node: torch.fx.Node) -> tuple[Any, ...] | None:
+    """(q, k, v, causal, scale) when the kernel computes this scaled_dot_product_attention
+    call exactly, else None."""
+    if node.op != "call_function" or node.target not in _SDPA_TARGETS:
+        return None
+    try:
+        bound = _SDPA_SIGNATURE.bind(*node.args, **node.kwargs)
+    except TypeError:
+        return None
+    bound.apply_defaults()
+    a = bound.arguments
+    if a["attn_mask"] is not None or not isinstance(a["is_causal"], bool):
+        return None
+    if not isinstance(a["dropout_p"], (int, float)) or a["dropout_p"] != 0:
+        return None
+    scale = a["scale"]
+    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))):
+        return None
+    q, k, v = (_value(a[n]) for n in ("query", "key", "value"))
+    if q is None or k is None or v is None or q.dim() < 3 or q.dim() != k.dim() or (
+            k.shape != v.shape):
+        return None
+    if not (q.dtype == k.dtype == v.dtype and q.dtype in FUSED_DTYPES):
+        return None
+    *lead, heads, seq, d = q.shape
+    *klead, kv_heads, kseq, kd = k.shape
+    if lead != klead or seq != kseq or d != kd or heads % kv_heads or not _fits(q):
+        return None
+    if kv_heads != heads and not a["enable_gqa"]:
+        return None
+    if scale is None:
+        scale = 1.0 / math.sqrt(d)
+    return a["query"], a["key"], a["value"], a["is_causal"], float(scale)
+
+
+def _is(node: Any, op: str, *targets: Any) -> bool:
+    return isinstance(node, torch.fx.Node) and node.op == op and node.target in targets
+
+
+def _only_user(node: torch.fx.Node, user: torch.fx.Node) -> bool:
+    return list(node.users) == [user]
+
+
+def _causal_mask(node: Any, seq: int) -> bool:
+    """node is the causal mask's complement, ~ones(seq, seq, bool).tril() or
+    ones(seq, seq, bool).triu(1) (True where a key is hidden)."""
+    def ones(n: Any) -> bool:
+        v = _value(n)
+        return (_is(n, "call_function", torch.ones) and v is not None
+                and v.dtype == torch.bool and tuple(v.shape) == (seq, seq))
+    if _is(node, "call_function", operator.invert) and _is(node.args[0], "call_method", "tril"):
+        tril = node.args[0]
+        return len(tril.args) == 1 and not tril.kwargs and ones(tril.args[0])
+    if _is(node, "call_method", "triu") and not node.kwargs and len(node.args) == 2:
+        return node.args[1] == 1 and ones(node.args[0])
+    return False
+
+
+def fusable_explicit(node: torch.fx.Node) -> tuple[list[torch.fx.Node], tuple] | None:
+    """softmax(q @ k^T * scale [masked_fill(causal complement, -inf)], dim=-1) @ v written
+    out (as GPT-2's eager attention): (the nodes it replaces, (q, k, v, causal, scale))."""
+    if not _is(node, "call_function", operator.matmul, torch.matmul) or len(node.args) != 2:
+        return None
+    p, v = node.args
+    if _is(p, "call_function", torch.softmax, torch.nn.functional.softmax):
+        dim = p.kwargs.get("dim", p.args[1] if len(p.args) > 1 else None)
+    elif _is(p, "call_method", "softmax"):
+        dim = p.kwargs.get("dim", p.args[1] if len(p.args) > 1 else None)
+    else:
+        return None
+    if dim != -1 or not _only_user(p, node) or p.kwargs.get("dtype") is not None:
+        return None
+    chain, x = [node, p], p.args[0]
+    vq = _value(x)
+    if vq is None or vq.dim() < 3:
+        return None
+    seq = vq.shape[-1]
+    causal = False
+    if _is(x, "call_method", "masked_fill") and len(x.args) == 3 and _only_user(x, chain[-1]):
+        if not (x.args[2] == float("-inf") and _causal_mask(x.args[1], seq)):
+            return None
+        causal = True
+        chain.append(x)
+        x = x.args[0]
+    scale = 1.0
+    if _is(x, "call_function", operator.mul, operator.truediv) and _only_user(x, chain[-1]):
+        a, b = x.args
+        if x.target is operator.mul and isinstance(a, (int, float)):
+            a, b = b, a
+        if isinstance(b, bool) or not isinstance(b, (int, float)) or b == 0:
+            return None
+        scale = float(b) if x.target is operator.mul else 1.0 / float(b)
+        chain.append(x)
+        x = a
+    if not _is(x, "call_function", operator.matmul, torch.matmul) or not _only_user(
+            x, chain[-1]):
+        return None
+    q, kt = x.args
+    chain.append(x)
+    if not (_is(kt, "call_method", "transpose") and kt.args[1:] in ((-2, -1), (-1, -2))
+            and _only_user(kt, x)):
+        return None
+    chain.append(kt)
+    k = kt.args[0]
+    tq, tk, tv = _value(q), _value(k), _value(v)
+    if tq is None or tk is None or tv is None or not (
+            tq.shape == tk.shape == tv.shape and tq.dtype == tk.dtype == tv.dtype):
+        return None
+    if tq.dtype not in FUSED_DTYPES or not _fits(tq) or seq != tq.shape[-2]:
+        return None
+    return chain, (q, k, v, causal, scale)
+
+
+def fuse_attention(gm: torch.fx.GraphModule) -> int:
+    """Replaces the fusable scaled_dot_product_attention calls of a Dynamo graph, and the
+    attention written out as matmul, softmax and matmul, by fused_attention; returns how
+    many."""
+    count = 0
+    for node in list(gm.graph.nodes):
+        if node.graph is not gm.graph:  # (erased)
+            continue
+        found = fusable_sdpa(node)
+        chain = [node]
+        if found is None:
+            explicit = fusable_explicit(node)
+            if explicit is None:
+                continue
+            chain, found = explicit
+        with gm.graph.inserting_before(node):
+            fused = gm.graph.call_function(fused_attention, found)
+        fused.meta.update(node.meta)
+        node.replace_all_uses_with(fused)
+        for dead in chain:  # the output first, then its inputs (each used by the previous)
+            gm.graph.erase_node(dead)
+        count += 1
+    if count:
+        gm.graph.eliminate_dead_code()
+        gm.recompile()
+    return count

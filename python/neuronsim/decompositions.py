@@ -12,6 +12,7 @@ import math
 
 import torch
 
+from .float_bits import FLOAT_BITS_DECOMPOSITIONS
 from .grouped_mm import GROUPED_MM_DECOMPOSITIONS
 from .special_functions import SPECIAL_DECOMPOSITIONS
 
@@ -160,4 +161,5 @@ NEURON_DECOMPOSITIONS = {
     aten._transformer_encoder_layer_fwd.default: transformer_encoder_layer_fwd,
     **GROUPED_MM_DECOMPOSITIONS,
     **SPECIAL_DECOMPOSITIONS,
+    **FLOAT_BITS_DECOMPOSITIONS,
 }

@@ -41,3 +41,42 @@ def test_higher_polygamma_orders_stay_unsupported_with_the_op_named():
         torch.compile(lambda t: torch.polygamma(2, t), backend="neuron", dynamic=False)(
             torch.rand(8) + 0.5
         )
+
+
+def _compiled(fn, *inputs):
+    torch._dynamo.reset()
+    result = torch.compile(fn, backend="neuron", dynamic=False)(*inputs)
+    assert neuronsim.get_fallback_ops() == {}
+    return result
+
+
+def _float_bits_inputs(dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    torch.manual_seed(1)
+    edges = [0.0, -0.0, math.inf, -math.inf, 1.0, -1.0, 2.0**-126, -(2.0**-126), 1e-45, -3e-42,
+             3.4028234663852886e38, 0.5, 1.5, 2.0**20, 1e-40, 7.0, 2.0**-125, math.nan]  # fmt: skip
+    towards = [0.0, 0.0, 0.0, 1.0, 0.0, 5.0, 0.0, 0.0, 0.0, 0.0, math.inf, 0.5, 0.0, 1e9, -1.0,
+               math.nan, 0.0, 1.0]  # fmt: skip
+    x = torch.cat([torch.randn(300) * 10, torch.randn(100) * 1e-30, torch.randn(100) * 1e30,
+                   torch.tensor(edges)])  # fmt: skip
+    y = torch.cat([torch.randn(300) * 10, torch.randn(200), torch.tensor(towards)])
+    return x.to(dtype), y.to(dtype)
+
+
+def _assert_identical(actual: torch.Tensor, expected: torch.Tensor) -> None:
+    """Equal values, NaN where eager has NaN, and the same sign of zero."""
+    torch.testing.assert_close(actual, expected, rtol=0, atol=0, equal_nan=True)
+    if actual.dtype.is_floating_point:
+        numbers = ~expected.isnan()
+        assert torch.equal(torch.signbit(actual[numbers]), torch.signbit(expected[numbers]))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_signbit_frexp_nextafter_are_exact(dtype):
+    """Bit-exact against eager: zeros of both signs, subnormals, powers of two (whose step
+    towards zero is half a unit), the largest finite value, infinities and NaN."""
+    x, y = _float_bits_inputs(dtype)
+    numbers = ~x.isnan()  # a NaN's sign bit is not a value the decomposition can read
+    _assert_identical(_compiled(torch.signbit, x[numbers]), torch.signbit(x[numbers]))
+    for actual, expected in zip(_compiled(torch.frexp, x), torch.frexp(x)):
+        _assert_identical(actual, expected)
+    _assert_identical(_compiled(torch.nextafter, x, y), torch.nextafter(x, y))

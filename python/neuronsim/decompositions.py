@@ -12,6 +12,7 @@ import math
 
 import torch
 
+from .bessel import BESSEL_DECOMPOSITIONS
 from .float_bits import FLOAT_BITS_DECOMPOSITIONS
 from .grouped_mm import GROUPED_MM_DECOMPOSITIONS
 from .special_functions import SPECIAL_DECOMPOSITIONS
@@ -162,4 +163,5 @@ NEURON_DECOMPOSITIONS = {
     **GROUPED_MM_DECOMPOSITIONS,
     **SPECIAL_DECOMPOSITIONS,
     **FLOAT_BITS_DECOMPOSITIONS,
+    **BESSEL_DECOMPOSITIONS,
 }

@@ -80,3 +80,50 @@ def test_signbit_frexp_nextafter_are_exact(dtype):
     for actual, expected in zip(_compiled(torch.frexp, x), torch.frexp(x)):
         _assert_identical(actual, expected)
     _assert_identical(_compiled(torch.nextafter, x, y), torch.nextafter(x, y))
+
+
+_TOLERANCE = {torch.float32: {"rtol": 1.3e-4, "atol": 1e-5},
+              torch.bfloat16: {"rtol": 2e-2, "atol": 2e-2}}  # fmt: skip
+
+
+def _wide_values() -> torch.Tensor:
+    """Both signs, every branch of the decompositions (|x| around 2, 5, 8 and far out), the
+    overflow of exp near 88, +-0, tiny values, +-inf and NaN."""
+    torch.manual_seed(2)
+    edges = [0.0, -0.0, math.inf, -math.inf, math.nan, 1e-30, -1e-30, 1.0, -1.0, 2.0, -2.0,
+             8.0, -8.0, 7.9999, 8.0001, 100.0, -100.0, 200.0, 88.0, 90.0, -5.0, -5.01, 1e20,
+             1000.0, -1000.0, 0.5, -0.4999, 104.0]  # fmt: skip
+    return torch.cat([torch.randn(300) * 3, torch.randn(300) * 12, torch.rand(100) * 200 - 100,
+                      torch.tensor(edges)])  # fmt: skip
+
+
+def _assert_matches_eager(fn, *inputs: torch.Tensor) -> None:
+    expected = fn(*inputs)
+    actual = _compiled(fn, *inputs)
+    torch.testing.assert_close(actual, expected, equal_nan=True, **_TOLERANCE[inputs[0].dtype])
+
+
+_BESSEL = {
+    "i0": torch.i0, "i0e": torch.special.i0e, "i1": torch.special.i1, "i1e": torch.special.i1e,
+    "modified_bessel_i0": torch.special.modified_bessel_i0,
+    "modified_bessel_i1": torch.special.modified_bessel_i1,
+    "modified_bessel_k0": torch.special.modified_bessel_k0,
+    "modified_bessel_k1": torch.special.modified_bessel_k1,
+    "scaled_modified_bessel_k0": torch.special.scaled_modified_bessel_k0,
+    "scaled_modified_bessel_k1": torch.special.scaled_modified_bessel_k1,
+    "bessel_j0": torch.special.bessel_j0, "bessel_j1": torch.special.bessel_j1,
+    "bessel_y0": torch.special.bessel_y0, "bessel_y1": torch.special.bessel_y1,
+    "spherical_bessel_j0": torch.special.spherical_bessel_j0,
+    "airy_ai": torch.special.airy_ai,
+}  # fmt: skip
+_BF16_BESSEL = ["i0", "i0e", "i1", "i1e"]  # the others have no bf16 kernel in eager
+
+
+@pytest.mark.parametrize("name", list(_BESSEL))
+def test_bessel_and_airy_functions_match_eager_fp32(name):
+    _assert_matches_eager(_BESSEL[name], _wide_values())
+
+
+@pytest.mark.parametrize("name", _BF16_BESSEL)
+def test_bessel_functions_match_eager_bf16(name):
+    _assert_matches_eager(_BESSEL[name], _wide_values().to(torch.bfloat16))

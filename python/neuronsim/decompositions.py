@@ -13,6 +13,7 @@ import math
 import torch
 
 from .bessel import BESSEL_DECOMPOSITIONS
+from .error_functions import ERROR_FUNCTION_DECOMPOSITIONS
 from .float_bits import FLOAT_BITS_DECOMPOSITIONS
 from .grouped_mm import GROUPED_MM_DECOMPOSITIONS
 from .special_functions import SPECIAL_DECOMPOSITIONS
@@ -164,4 +165,5 @@ NEURON_DECOMPOSITIONS = {
     **SPECIAL_DECOMPOSITIONS,
     **FLOAT_BITS_DECOMPOSITIONS,
     **BESSEL_DECOMPOSITIONS,
+    **ERROR_FUNCTION_DECOMPOSITIONS,
 }

@@ -127,3 +127,29 @@ def test_bessel_and_airy_functions_match_eager_fp32(name):
 @pytest.mark.parametrize("name", _BF16_BESSEL)
 def test_bessel_functions_match_eager_bf16(name):
     _assert_matches_eager(_BESSEL[name], _wide_values().to(torch.bfloat16))
+
+
+def _unit_values(low: float) -> torch.Tensor:
+    """[low, 1] densely, values within 1e-6 of the ends (the tails), tiny ones, the ends
+    themselves, values outside and NaN."""
+    torch.manual_seed(3)
+    edges = [0.0, -0.0, 1.0, low, 1.1, low - 0.1, 0.7, -0.7, 0.69999, 0.15, 0.85, 0.5,
+             1 - 2**-24, 2**-24, 1e-45, math.nan]  # fmt: skip
+    return torch.cat([torch.rand(400) * (1 - low) + low, 1 - torch.rand(100) * 1e-6,
+                      low + torch.rand(100) * 1e-5, torch.rand(100) * 1e-30,
+                      torch.tensor(edges)])  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_erfinv_matches_eager(dtype):
+    _assert_matches_eager(torch.erfinv, _unit_values(-1.0).to(dtype))
+
+
+def test_ndtri_matches_eager_down_to_the_smallest_subnormal():
+    _assert_matches_eager(torch.special.ndtri, _unit_values(0.0))
+
+
+@pytest.mark.parametrize("fn", [torch.special.erfcx, torch.special.log_ndtr],
+                         ids=["erfcx", "log_ndtr"])  # fmt: skip
+def test_erfcx_and_log_ndtr_match_eager(fn):
+    _assert_matches_eager(fn, _wide_values())

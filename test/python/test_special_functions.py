@@ -41,3 +41,115 @@ def test_higher_polygamma_orders_stay_unsupported_with_the_op_named():
         torch.compile(lambda t: torch.polygamma(2, t), backend="neuron", dynamic=False)(
             torch.rand(8) + 0.5
         )
+
+
+def _compiled(fn, *inputs):
+    torch._dynamo.reset()
+    result = torch.compile(fn, backend="neuron", dynamic=False)(*inputs)
+    assert neuronsim.get_fallback_ops() == {}
+    return result
+
+
+def _float_bits_inputs(dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    torch.manual_seed(1)
+    edges = [0.0, -0.0, math.inf, -math.inf, 1.0, -1.0, 2.0**-126, -(2.0**-126), 1e-45, -3e-42,
+             3.4028234663852886e38, 0.5, 1.5, 2.0**20, 1e-40, 7.0, 2.0**-125, math.nan]  # fmt: skip
+    towards = [0.0, 0.0, 0.0, 1.0, 0.0, 5.0, 0.0, 0.0, 0.0, 0.0, math.inf, 0.5, 0.0, 1e9, -1.0,
+               math.nan, 0.0, 1.0]  # fmt: skip
+    x = torch.cat([torch.randn(300) * 10, torch.randn(100) * 1e-30, torch.randn(100) * 1e30,
+                   torch.tensor(edges)])  # fmt: skip
+    y = torch.cat([torch.randn(300) * 10, torch.randn(200), torch.tensor(towards)])
+    return x.to(dtype), y.to(dtype)
+
+
+def _assert_identical(actual: torch.Tensor, expected: torch.Tensor) -> None:
+    """Equal values, NaN where eager has NaN, and the same sign of zero."""
+    torch.testing.assert_close(actual, expected, rtol=0, atol=0, equal_nan=True)
+    if actual.dtype.is_floating_point:
+        numbers = ~expected.isnan()
+        assert torch.equal(torch.signbit(actual[numbers]), torch.signbit(expected[numbers]))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_signbit_frexp_nextafter_are_exact(dtype):
+    """Bit-exact against eager: zeros of both signs, subnormals, powers of two (whose step
+    towards zero is half a unit), the largest finite value, infinities and NaN."""
+    x, y = _float_bits_inputs(dtype)
+    numbers = ~x.isnan()  # a NaN's sign bit is not a value the decomposition can read
+    _assert_identical(_compiled(torch.signbit, x[numbers]), torch.signbit(x[numbers]))
+    for actual, expected in zip(_compiled(torch.frexp, x), torch.frexp(x)):
+        _assert_identical(actual, expected)
+    _assert_identical(_compiled(torch.nextafter, x, y), torch.nextafter(x, y))
+
+
+_TOLERANCE = {torch.float32: {"rtol": 1.3e-4, "atol": 1e-5},
+              torch.bfloat16: {"rtol": 2e-2, "atol": 2e-2}}  # fmt: skip
+
+
+def _wide_values() -> torch.Tensor:
+    """Both signs, every branch of the decompositions (|x| around 2, 5, 8 and far out), the
+    overflow of exp near 88, +-0, tiny values, +-inf and NaN."""
+    torch.manual_seed(2)
+    edges = [0.0, -0.0, math.inf, -math.inf, math.nan, 1e-30, -1e-30, 1.0, -1.0, 2.0, -2.0,
+             8.0, -8.0, 7.9999, 8.0001, 100.0, -100.0, 200.0, 88.0, 90.0, -5.0, -5.01, 1e20,
+             1000.0, -1000.0, 0.5, -0.4999, 104.0]  # fmt: skip
+    return torch.cat([torch.randn(300) * 3, torch.randn(300) * 12, torch.rand(100) * 200 - 100,
+                      torch.tensor(edges)])  # fmt: skip
+
+
+def _assert_matches_eager(fn, *inputs: torch.Tensor) -> None:
+    expected = fn(*inputs)
+    actual = _compiled(fn, *inputs)
+    torch.testing.assert_close(actual, expected, equal_nan=True, **_TOLERANCE[inputs[0].dtype])
+
+
+_BESSEL = {
+    "i0": torch.i0, "i0e": torch.special.i0e, "i1": torch.special.i1, "i1e": torch.special.i1e,
+    "modified_bessel_i0": torch.special.modified_bessel_i0,
+    "modified_bessel_i1": torch.special.modified_bessel_i1,
+    "modified_bessel_k0": torch.special.modified_bessel_k0,
+    "modified_bessel_k1": torch.special.modified_bessel_k1,
+    "scaled_modified_bessel_k0": torch.special.scaled_modified_bessel_k0,
+    "scaled_modified_bessel_k1": torch.special.scaled_modified_bessel_k1,
+    "bessel_j0": torch.special.bessel_j0, "bessel_j1": torch.special.bessel_j1,
+    "bessel_y0": torch.special.bessel_y0, "bessel_y1": torch.special.bessel_y1,
+    "spherical_bessel_j0": torch.special.spherical_bessel_j0,
+    "airy_ai": torch.special.airy_ai,
+}  # fmt: skip
+_BF16_BESSEL = ["i0", "i0e", "i1", "i1e"]  # the others have no bf16 kernel in eager
+
+
+@pytest.mark.parametrize("name", list(_BESSEL))
+def test_bessel_and_airy_functions_match_eager_fp32(name):
+    _assert_matches_eager(_BESSEL[name], _wide_values())
+
+
+@pytest.mark.parametrize("name", _BF16_BESSEL)
+def test_bessel_functions_match_eager_bf16(name):
+    _assert_matches_eager(_BESSEL[name], _wide_values().to(torch.bfloat16))
+
+
+def _unit_values(low: float) -> torch.Tensor:
+    """[low, 1] densely, values within 1e-6 of the ends (the tails), tiny ones, the ends
+    themselves, values outside and NaN."""
+    torch.manual_seed(3)
+    edges = [0.0, -0.0, 1.0, low, 1.1, low - 0.1, 0.7, -0.7, 0.69999, 0.15, 0.85, 0.5,
+             1 - 2**-24, 2**-24, 1e-45, math.nan]  # fmt: skip
+    return torch.cat([torch.rand(400) * (1 - low) + low, 1 - torch.rand(100) * 1e-6,
+                      low + torch.rand(100) * 1e-5, torch.rand(100) * 1e-30,
+                      torch.tensor(edges)])  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_erfinv_matches_eager(dtype):
+    _assert_matches_eager(torch.erfinv, _unit_values(-1.0).to(dtype))
+
+
+def test_ndtri_matches_eager_down_to_the_smallest_subnormal():
+    _assert_matches_eager(torch.special.ndtri, _unit_values(0.0))
+
+
+@pytest.mark.parametrize("fn", [torch.special.erfcx, torch.special.log_ndtr],
+                         ids=["erfcx", "log_ndtr"])  # fmt: skip
+def test_erfcx_and_log_ndtr_match_eager(fn):
+    _assert_matches_eager(fn, _wide_values())

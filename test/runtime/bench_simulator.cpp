@@ -9,7 +9,8 @@
 //
 // Reports
 //  - timing-only speed in instructions per second, on a 200k-instruction mix
-//    with semaphores (the program of the "timing-only mode is fast" test), on
+//    with semaphores (the program of the test "timing-only mode runs a large
+//    program"), on
 //    the same mix written as a loop (64 instructions run 3125 times: 200k
 //    instruction instances, identical stats; and 100x that, 20M instances),
 //    on a looped load/activation/tensor_scalar/store pipeline over 100k tiles

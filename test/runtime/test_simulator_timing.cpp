@@ -6,7 +6,6 @@
 
 #include <catch2/catch.hpp>
 
-#include <chrono>
 
 using namespace neuron::runtime;
 using namespace neuron::runtime::test;
@@ -258,8 +257,9 @@ TEST_CASE("stats list every engine and timing-only equals a functional run",
   CHECK(f.hbmBytes == t.stats.hbmBytes);
 }
 
-TEST_CASE("timing-only mode is fast", "[timing][perf]") {
-  // 200k small instructions on all engines with semaphores between them.
+TEST_CASE("timing-only mode runs a large program", "[timing]") {
+  // 200k small instructions on all engines with semaphores between them. Its speed is
+  // measured by bench/bench_simulator (bench_simulator.cpp), not asserted here.
   Builder b;
   uint32_t x = b.input("x", DType::F32, {128, 64});
   for (int i = 0; i < 50000; ++i) {
@@ -276,12 +276,8 @@ TEST_CASE("timing-only mode is fast", "[timing][perf]") {
           sbuf(DType::BF16, 0, 2048, 128, {64})},
          {{kQueueScalar, uint32_t(i + 1)}});
   }
-  auto t0 = std::chrono::steady_clock::now();
   Timed r = runTiming(b.prog);
-  double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-          .count();
-  WARN("timing-only: " << 200000 / secs / 1e6 << " M instructions/s");
   CHECK(r.stats.instructions == 200000);
-  CHECK(secs < 2.0); // generous: ~0.06 s in a release build
+  // Each matmul waits for its activation, which waits for its copy: the chain serializes.
+  CHECK(r.stats.simNs > 0);
 }

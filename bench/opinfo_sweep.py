@@ -2,7 +2,7 @@
 
     python bench/opinfo_sweep.py                      # fp32, all ops -> bench/results/opinfo.{md,csv}
     python bench/opinfo_sweep.py --dtype bfloat16     # bf16 (ops that take it)
-    python bench/opinfo_sweep.py --inductor           # also Inductor, on the same samples
+    python bench/opinfo_sweep.py --inductor           # also Inductor -> opinfo_inductor.csv
     python bench/opinfo_sweep.py --backward           # gradients -> opinfo_backward.{md,csv}
     python bench/opinfo_sweep.py --only sin --only add   # (--only never writes the results)
 
@@ -24,6 +24,9 @@ sum(output * probe) (a fixed random probe per floating output; a complex output'
 with respect to every floating input are compared, so the backward graph AOTAutograd derives
 goes through the backend too.
 The samples are PyTorch's and the probes seeded, so the sweep is deterministic.
+Inductor's results do not depend on neuronsim: --inductor saves them beside the table
+(opinfo[_dtype][_backward]_inductor.csv, with the torch version), and a later run without
+--inductor on the same torch version shows that saved column next to its own.
 """
 
 from __future__ import annotations
@@ -203,10 +206,45 @@ def sweep(dtype, backends, samples, only, timeout, log=print, backward=False):
     return rows
 
 
+def _suffix(dtype, backward):
+    suffix = "" if dtype == torch.float32 else f"_{str(dtype).split('.')[-1]}"
+    return suffix + ("_backward" if backward else "")
+
+
+def _inductor_path(dtype, backward):
+    return os.path.join(RESULTS, f"opinfo{_suffix(dtype, backward)}_inductor.csv")
+
+
+def save_inductor(rows, dtype, backward):
+    """Inductor's column of this sweep, for later neuron-only runs on the same torch."""
+    os.makedirs(RESULTS, exist_ok=True)
+    with open(_inductor_path(dtype, backward), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["op", f"inductor result (torch {torch.__version__})", "detail"])
+        for r in rows:
+            w.writerow([r["op"], *r["inductor"]])
+
+
+def load_inductor(rows, dtype, backward):
+    """Adds the saved Inductor column to rows; False if none was saved for this torch, or it
+    does not cover every op of this sweep."""
+    try:
+        with open(_inductor_path(dtype, backward), newline="") as f:
+            reader = csv.reader(f)
+            header = next(reader)
+            saved = {op: (result, detail) for op, result, detail in reader}
+    except (OSError, StopIteration, ValueError):
+        return False
+    if f"(torch {torch.__version__})" not in header[1] or any(r["op"] not in saved for r in rows):
+        return False
+    for r in rows:
+        r["inductor"] = saved[r["op"]]
+    return True
+
+
 def write(rows, backends, dtype, command, seconds, backward=False):
     os.makedirs(RESULTS, exist_ok=True)
-    suffix = "" if dtype == torch.float32 else f"_{str(dtype).split('.')[-1]}"
-    suffix += "_backward" if backward else ""
+    suffix = _suffix(dtype, backward)
     counted = {b: collections.Counter(r[b][0] for r in rows) for b in backends}
     with open(os.path.join(RESULTS, f"opinfo{suffix}.csv"), "w", newline="") as f:
         w = csv.writer(f)
@@ -218,6 +256,9 @@ def write(rows, backends, dtype, command, seconds, backward=False):
         f.write(f"# OpInfo sweep ({str(dtype).split('.')[-1]}{kind})\n\n")
         f.write(f"Produced by: `{command}` in {seconds:.0f} s; torch {torch.__version__}, neuronsim "
                 f"{neuronsim.compiler_version()}. Date: {time.strftime('%Y-%m-%d')}.\n\n")
+        if "inductor" in backends and "--inductor" not in command:
+            saved = os.path.basename(_inductor_path(dtype, backward))
+            f.write(f"Inductor's column: saved by an earlier `--inductor` run in `{saved}`.\n\n")
         f.write("```\n" + (__doc__ or "").strip() + "\n```\n\n")
         f.write("| backend | ops | " + " | ".join(CATEGORIES) + " | eager error |\n")
         f.write("|---|---|" + "---|" * (len(CATEGORIES) + 1) + "\n")
@@ -260,6 +301,10 @@ def main() -> int:
     rows = sweep(dtype, backends, args.samples, args.only, args.timeout, backward=args.backward)
     if not args.no_write and not args.only:
         command = "python " + " ".join(sys.argv)
+        if args.inductor:
+            save_inductor(rows, dtype, args.backward)
+        elif load_inductor(rows, dtype, args.backward):
+            backends.append("inductor")
         write(rows, backends, dtype, command, time.time() - start, backward=args.backward)
     for b in backends:
         c = collections.Counter(r[b][0] for r in rows)

@@ -20,12 +20,13 @@ bool canBeEpilogue(nt::MatmulOp matmul, nt::FusionOp fusion, const runtime::Targ
   if (fusion->getBlock() != matmul->getBlock() || fusion.getResults().empty() ||
       shapeOf(fusion.getResult(0)) != shapeOf(matmul.getResult()))
     return false;
-  // The fusion's other operands must exist when the matmul runs.
+  // The fusion's other operands must exist when the matmul runs, and none may be another
+  // matmul's result: the lowering applies the epilogue to whichever matmul feeds it.
   for (Value in : fusion.getInputs()) {
     if (in == matmul.getResult())
       continue;
     Operation *def = in.getDefiningOp();
-    if (def && !def->isBeforeInBlock(matmul))
+    if (def && (!def->isBeforeInBlock(matmul) || isa<nt::MatmulOp>(def)))
       return false;
   }
   // A row reduction needs the whole row in one PSUM tile.

@@ -15,6 +15,20 @@ func.func @epilogue(%x: tensor<256x512xf32>, %w: tensor<512x384xf32>, %b: tensor
 
 // -----
 
+// (a @ b - c @ d) + e: the fusion reads two matmuls' results; it is neither one's epilogue
+// (the lowering would not know which matmul's PSUM tiles it runs on).
+// CHECK-LABEL: func @two_matmuls
+// CHECK-NOT: ntorch.matmul_epilogue
+func.func @two_matmuls(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>, %c: tensor<64x64xf32>, %d: tensor<64x64xf32>, %e: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  %0 = ntorch.matmul %a, %b : tensor<64x64xf32>, tensor<64x64xf32> -> tensor<64x64xf32>
+  %1 = ntorch.matmul %c, %d : tensor<64x64xf32>, tensor<64x64xf32> -> tensor<64x64xf32>
+  %2 = ntorch.binary sub %0, %1 : tensor<64x64xf32>, tensor<64x64xf32> -> tensor<64x64xf32>
+  %3 = ntorch.binary add %2, %e : tensor<64x64xf32>, tensor<64x64xf32> -> tensor<64x64xf32>
+  return %3 : tensor<64x64xf32>
+}
+
+// -----
+
 // The matmul result is also returned: it must reach HBM, so no epilogue.
 // CHECK-LABEL: func @two_users
 // CHECK-NOT: ntorch.matmul_epilogue

@@ -94,3 +94,16 @@ def test_dump_dir_receives_the_graph_file(tmp_path):
     graph_dirs = [p for p in tmp_path.iterdir() if p.is_dir()]
     assert len(graph_dirs) == 1 and graph_dirs[0].name.startswith("forward_")
     assert (graph_dirs[0] / "graph.json").is_file()
+
+
+@pytest.mark.parametrize("dtype, tol", [(torch.float32, 1e-4), (torch.bfloat16, 2e-2)])
+def test_elementwise_over_two_matmuls(dtype, tol):
+    # (a @ b - c @ d) + e: one fusion reads both products (neither matmul's epilogue).
+    def f(a, b, c, d, e):
+        return (a @ b - c @ d) + e
+
+    xs = [torch.randn(64, 96, dtype=dtype), torch.randn(96, 80, dtype=dtype)]
+    xs += [torch.randn(64, 96, dtype=dtype), torch.randn(96, 80, dtype=dtype)]
+    xs += [torch.randn(64, 80, dtype=dtype)]
+    actual = torch.compile(f, backend="neuron", dynamic=False)(*xs)
+    torch.testing.assert_close(actual, f(*xs), rtol=tol, atol=tol * 10)

@@ -25,7 +25,7 @@ from .errors import NeuronCompileError, NeuronRuntimeError
 from .options import OPTION_SPECS
 from .partition import clear_op_tracking, get_fallback_ops, supported_ops
 from .registration import register as _register
-from .report import report
+from .report import NodeBound, node_bounds, report
 from .stats import last_run_stats, measure
 from .timeline import plot_timeline
 
@@ -43,6 +43,8 @@ __all__ = [
     "measure",
     "neuron_backend",
     "plot_timeline",
+    "NodeBound",
+    "node_bounds",
     "report",
     "reset",
     "supported_ops",

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from typing import Any, TextIO
 
+from . import native
 from .stats import last_run_stats
 
 ENGINES = ("tensor", "vector", "scalar", "gpsimd", "dma")
@@ -26,6 +28,56 @@ def _flops(n: float) -> str:
         if n >= size:
             return f"{n / size:,.2f} {unit}"
     return f"{int(n)} FLOP"
+
+
+@dataclass(frozen=True)
+class NodeBound:
+    """Where one ATen node's time goes (see node_bounds)."""
+
+    node: str
+    busy_ns: float  # its instructions' queue time, summed over engines and DMA queues
+    bound: str  # "compute", "memory" or "overhead"
+    bottleneck: str  # the resource with the most time: tensor, vector, scalar, gpsimd or dma
+    bottleneck_ns: float  # that resource's time
+    roofline_ns: float  # max(its FLOPs / peak, its HBM bytes / HBM bandwidth)
+
+    @property
+    def of_roofline(self) -> float:
+        """roofline_ns / bottleneck_ns: 1.0 runs at the node's own roofline."""
+        return self.roofline_ns / self.bottleneck_ns if self.bottleneck_ns > 0 else 0.0
+
+
+def node_bounds(stats: dict[str, Any] | None = None) -> list[NodeBound]:
+    """Classifies each ATen node of a run (default: the last one), largest busy time first.
+
+    A node's resources are the Tensor, Vector, Scalar and GpSimd engines (their busy time on
+    its instructions) and the DMA side: the larger of its HBM bytes at the HBM bandwidth and
+    its DMA queue time spread over the target's DMA queues. The resource with the most time is its
+    bottleneck: the Tensor engine makes it compute-bound, DMA memory-bound, and the Vector,
+    Scalar or GpSimd engine overhead-bound (time on elementwise work, copies and fixed
+    instruction costs, which neither its FLOPs nor its bytes account for). Its own roofline
+    is max(FLOPs / peak, HBM bytes / bandwidth); of_roofline = roofline / bottleneck time."""
+    if stats is None:
+        stats = last_run_stats()
+    if not stats:
+        return []
+    facts = native.lib().target_facts(stats["target"])
+    peak = float(stats.get("peak_tflops") or 0.0) * 1e3  # FLOP per ns
+    bandwidth = float(facts["hbm_bytes_per_ns"])
+    out = []
+    for node, cost in (stats.get("origin_costs") or {}).items():
+        engines = cost.get("engine_ns", {})
+        memory_ns = cost["hbm_bytes"] / bandwidth if bandwidth else 0.0
+        compute_ns = cost["flops"] / peak if peak else 0.0
+        times = {e: float(engines.get(e, 0.0)) for e in ENGINES[:4]}
+        times["dma"] = max(memory_ns, float(engines.get("dma", 0.0)) / facts["dma_queues"])
+        bottleneck = max(times, key=lambda e: times[e])
+        bound = {"tensor": "compute", "dma": "memory"}.get(bottleneck, "overhead")
+        out.append(
+            NodeBound(node, float(cost["busy_ns"]), bound, bottleneck, times[bottleneck],
+                      max(compute_ns, memory_ns))
+        )  # fmt: skip
+    return out
 
 
 def format_report(stats: dict[str, Any], top: int = 8) -> str:
@@ -81,15 +133,20 @@ def format_report(stats: dict[str, Any], top: int = 8) -> str:
 
     origins = stats.get("origin_busy_ns") or {}
     if origins and top > 0:
+        bounds = {b.node: b for b in node_bounds(stats)}
         lines.append("")
-        lines.append("  top ATen nodes by busy time (summed over engines and DMA queues):")
+        lines.append("  top ATen nodes by busy time (summed over engines and DMA queues),")
+        lines.append("  with what bounds each and its fraction of its own roofline:")
         total = sum(origins.values()) or 1.0
         for name, ns in list(origins.items())[:top]:
-            lines.append(f"  {_us(ns):>14} {100 * ns / total:5.1f}%  {name}")
+            b = bounds.get(name)
+            why = f"{b.bound:<8} {b.bottleneck:<6} {b.of_roofline:5.2f}" if b else " " * 21
+            lines.append(f"  {_us(ns):>14} {100 * ns / total:5.1f}%  {why}  {name}")
         if len(origins) > top:
             rest = sum(list(origins.values())[top:])
             lines.append(
-                f"  {_us(rest):>14} {100 * rest / total:5.1f}%  ({len(origins) - top} more)"
+                f"  {_us(rest):>14} {100 * rest / total:5.1f}%  {'':21}  "
+                f"({len(origins) - top} more)"
             )
     if stats.get("trace"):
         lines.append("")

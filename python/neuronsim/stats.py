@@ -137,9 +137,11 @@ def last_run_stats() -> dict[str, Any] | None:
     roofline_ns (max of flops / peak and min_hbm_bytes / HBM bandwidth: the time of an ideal
     implementation bound only by compute or by HBM), peak_tflops (the peak used: fp32 if every
     matmul has an fp32 operand, else bf16), min_hbm_bytes (inputs, outputs and constants, each
-    once), dma_transfers, dma_bytes, matmuls, origin_busy_ns ({ATen node: queue time of its
-    instructions, summed over engines and DMA queues}, largest first), graph (its name),
-    target, timing_only, trace (the trace file written, or None).
+    once), dma_transfers, dma_bytes, matmuls,
+    origin_busy_ns ({ATen node: queue time of its instructions, summed over engines and DMA
+    queues}, largest first), origin_costs ({ATen node: {busy_ns, engine_ns: {engine: ns},
+    hbm_bytes, flops}}, same order; neuronsim.node_bounds() classifies them), graph (its
+    name), target, timing_only, trace (the trace file written, or None).
     """
     with _lock:
         return copy.deepcopy(_last)

@@ -108,9 +108,10 @@ PYBIND11_MODULE(_C, m) {
         facts["sbuf_bytes_per_partition"] = t->sbufBytesPerPartition;
         facts["psum_bytes_per_partition"] = t->psumBytesPerPartition;
         facts["psum_bank_bytes"] = t->psumBankBytes;
+        facts["dma_queues"] = runtime::kNumDmaQueues * t->physicalCores;
         return facts;
       },
-      py::arg("name"), "The target's memory and host-link numbers (the neuron device uses them).");
+      py::arg("name"), "The target's memory, DMA and host-link numbers (the neuron device and report use them).");
   m.def(
       "version", [] { return std::string(compiler::compilerVersion()); },
       "Compiler version string (part of every cache key).");

@@ -20,6 +20,37 @@ namespace py = pybind11;
 namespace neuron::python {
 namespace {
 
+/// stats["origin_busy_ns"] = {origin: busy ns} and stats["origin_costs"] = {origin: {busy_ns,
+/// engine_ns: {engine: ns}, hbm_bytes, flops}}, largest busy time first; "<no origin>" for
+/// instructions without one.
+void addOriginStats(const runtime::Program &p, const std::vector<runtime::OriginCost> &costs,
+                    py::dict &stats) {
+  std::vector<size_t> order;
+  for (size_t i = 0; i < costs.size(); ++i)
+    if (costs[i].busyNs > 0)
+      order.push_back(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return costs[a].busyNs > costs[b].busyNs; });
+  py::dict busy, detail;
+  for (size_t i : order) {
+    py::str name(i < p.origins.size() ? p.origins[i] : std::string("<no origin>"));
+    const runtime::OriginCost &c = costs[i];
+    busy[name] = c.busyNs;
+    py::dict engines;
+    for (int e = 0; e < runtime::kNumEngines; ++e)
+      if (c.engineNs[e] > 0)
+        engines[runtime::engineName(runtime::Engine(e))] = c.engineNs[e];
+    py::dict one;
+    one["busy_ns"] = c.busyNs;
+    one["engine_ns"] = engines;
+    one["hbm_bytes"] = c.hbmBytes;
+    one["flops"] = c.flops;
+    detail[name] = one;
+  }
+  stats["origin_busy_ns"] = busy;
+  stats["origin_costs"] = detail;
+}
+
 using runtime::BufferDecl;
 using runtime::Program;
 
@@ -153,20 +184,8 @@ void bindProgram(py::module_ &m) {
             options.originTimes = originTimes;
             BridgeRunResult result = runWithDLPack(p, inputs, options);
             py::dict stats = statsToDict(result.stats);
-            if (originTimes) {
-              // {origin: busy ns}, largest first; "<no origin>" for instructions without one.
-              std::vector<std::pair<double, std::string>> byTime;
-              for (size_t i = 0; i < result.originBusyNs.size(); ++i)
-                if (result.originBusyNs[i] > 0)
-                  byTime.emplace_back(result.originBusyNs[i],
-                                      i < p.origins.size() ? p.origins[i] : "<no origin>");
-              std::stable_sort(byTime.begin(), byTime.end(),
-                               [](const auto &a, const auto &b) { return a.first > b.first; });
-              py::dict origins;
-              for (const auto &[ns, name] : byTime)
-                origins[py::str(name)] = ns;
-              stats["origin_busy_ns"] = origins;
-            }
+            if (originTimes)
+              addOriginStats(p, result.originCosts, stats);
             return py::make_tuple(result.outputs, stats);
           },
           py::arg("inputs"), py::arg("timing_only") = false, py::arg("trace") = py::none(),

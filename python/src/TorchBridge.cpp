@@ -218,7 +218,7 @@ BridgeRunResult runWithDLPack(const runtime::Program &program, const py::sequenc
   if (!runOptions.tracePath.empty())
     options.timeline = &timeline;
   if (runOptions.originTimes)
-    options.originBusyNs = &result.originBusyNs;
+    options.originCosts = &result.originCosts;
   if (!runOptions.collective.is_none())
     options.collective = pythonCollectiveHook(runOptions.collective);
   {

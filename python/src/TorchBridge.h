@@ -18,7 +18,7 @@ struct BridgeRunOptions {
   bool timingOnly = false;
   /// If not empty, the run's Chrome trace (runtime/Trace.h) is written to this file.
   std::string tracePath;
-  /// Sum each instruction's queue time per Program::origins entry (originBusyNs).
+  /// Sum each instruction's cost per Program::origins entry (originCosts).
   bool originTimes = false;
   /// Functional runs: the simulator's hazard detection (RunOptions::checkHazards).
   bool checkHazards = true;
@@ -35,9 +35,9 @@ struct BridgeRunOptions {
 struct BridgeRunResult {
   pybind11::list outputs;   // one DLPack capsule per Output buffer, in index order
   runtime::RunStats stats;
-  /// originTimes: busy ns per Program::origins index (instructions whose origin is out of
-  /// range count in a last extra entry); summed over all queues, so it can exceed sim time.
-  std::vector<double> originBusyNs;
+  /// originTimes: the cost per Program::origins index (instructions whose origin is out of
+  /// range count in a last extra entry); busy times sum over queues, so can exceed sim time.
+  std::vector<runtime::OriginCost> originCosts;
 };
 
 /// Checks `inputs` (DLPack capsules, or objects with __dlpack__) against the program's

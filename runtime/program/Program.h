@@ -54,6 +54,7 @@ enum class MemSpace : uint8_t { Hbm, Sbuf, Psum };
 /// queue owns one semaphore that counts its completed instructions; any queue may
 /// wait on any other, also across cores.
 enum class Engine : uint8_t { Tensor, Vector, Scalar, GpSimd, Dma, Collective };
+inline constexpr int kNumEngines = int(Engine::Collective) + 1;
 inline constexpr int kNumDmaQueues = 16;
 /// Local queue numbers within one physical core.
 inline constexpr int kQueueTensor = 0, kQueueVector = 1, kQueueScalar = 2,

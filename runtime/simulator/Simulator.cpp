@@ -139,7 +139,7 @@ private:
   std::array<std::vector<double>, kNumQueues> complete_; // completion times
   std::array<double, kNumQueues> queueFree_{};
   double sbufPortFree_ = 0, psumPortFree_ = 0; // NC-v2 shared ports
-  std::array<double, 6> engineBusy_{};
+  std::array<double, kNumEngines> engineBusy_{};
   // Programs with collectives: when other queues are busy, and each
   // collective's [ready, complete) window.
   std::unique_ptr<BusyCoverage> coverage_;
@@ -458,9 +458,15 @@ void Simulation::issue(size_t index, const Step &s, const int64_t *iv) {
   if (opts_.timeline)
     opts_.timeline->push_back(
         {uint32_t(index), uint16_t(q), start, end, complete});
-  if (opts_.originBusyNs) {
-    std::vector<double> &busy = *opts_.originBusyNs;
-    busy[std::min<size_t>(inst.origin, busy.size() - 1)] += end - start;
+  if (opts_.originCosts) {
+    std::vector<OriginCost> &costs = *opts_.originCosts;
+    OriginCost &c = costs[std::min<size_t>(inst.origin, costs.size() - 1)];
+    c.busyNs += end - start;
+    c.engineNs[size_t(s.eng)] += end - start;
+    if (s.eng == Engine::Dma && s.sh.hbmSides > 0)
+      c.hbmBytes += double(s.dma.hbmBytes);
+    else if (s.eng != Engine::Dma && !collective && s.compute.matmul)
+      c.flops += double(s.compute.matmulFlops);
   }
   if (hazards_)
     hazards_->access(index, iv, start, complete);
@@ -545,8 +551,8 @@ RunStats Simulation::run(const std::vector<const void *> &inputs,
     opts_.timeline->clear();
     opts_.timeline->reserve(reserveFor(totalInstances_));
   }
-  if (opts_.originBusyNs)
-    opts_.originBusyNs->assign(prog_.origins.size() + 1, 0.0);
+  if (opts_.originCosts)
+    opts_.originCosts->assign(prog_.origins.size() + 1, OriginCost{});
   stats_.queueBusyNs.assign(kNumQueues, 0.0);
   planLoopSteps();
 

@@ -49,6 +49,15 @@ struct CollectiveCall {
 /// (>= readyNs: the ranks start together when the last one is ready).
 using CollectiveHook = std::function<double(const CollectiveCall &)>;
 
+/// The instructions of one origin (an ATen node), summed over the run.
+struct OriginCost {
+  double busyNs = 0; // queue time (end - start), over all queues
+  /// Busy time per engine, indexed by Engine (DMA: summed over its queues).
+  double engineNs[kNumEngines] = {};
+  double hbmBytes = 0; // bytes its DMAs moved to/from HBM
+  double flops = 0;    // its matmuls' FLOPs
+};
+
 struct RunOptions {
   /// Skip functional execution: outputs are not written (their contents are
   /// whatever the caller's memory held) and data-dependent errors, such as a
@@ -67,10 +76,9 @@ struct RunOptions {
   /// program order with the loops expanded (Trace.h writes it as a Chrome
   /// trace / Perfetto timeline).
   std::vector<InstructionTiming> *timeline = nullptr;
-  /// If set, receives the queue time (end - start) summed per origin
-  /// (Program::origins; the last entry for instructions without one), without
-  /// keeping a timeline.
-  std::vector<double> *originBusyNs = nullptr;
+  /// If set, receives what each origin's instructions cost (Program::origins;
+  /// the last entry for instructions without one), without keeping a timeline.
+  std::vector<OriginCost> *originCosts = nullptr;
   /// Runs Collective instructions (see CollectiveHook). Without it, a
   /// collective over a group of one rank copies src to dst in no time, and
   /// any other one is a SimulationError.

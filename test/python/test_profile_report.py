@@ -151,6 +151,49 @@ def test_report_prints_a_table():
         assert f"\n  {engine} " in text
 
 
+def _bounds_of(fn, *inputs):
+    compiled = torch.compile(fn, backend="neuron", dynamic=False, options={"timing_only": True})
+    with torch.no_grad():
+        compiled(*inputs)
+    stats = neuronsim.last_run_stats()
+    return stats, {b.node.split(" at ")[0]: b for b in neuronsim.node_bounds()}
+
+
+def test_node_bounds_classify_each_aten_node():
+    # A large bf16 matmul is Tensor-engine bound; x * 2 + 1 over many elements moves bytes.
+    a, b = (torch.randn(1024, 1024, dtype=torch.bfloat16) for _ in "ab")
+    stats, bounds = _bounds_of(torch.mm, a, b)
+    mm = bounds["aten.mm.default"]
+    assert (mm.bound, mm.bottleneck) == ("compute", "tensor")
+    assert mm.roofline_ns == pytest.approx(2 * 1024**3 / (stats["peak_tflops"] * 1e3))
+    assert 0.5 < mm.of_roofline <= 1.0 + 1e-9
+    cost = stats["origin_costs"][mm.node]
+    assert cost["flops"] == 2 * 1024**3 and cost["hbm_bytes"] >= 3 * 1024 * 1024 * 2
+    assert cost["busy_ns"] == pytest.approx(sum(cost["engine_ns"].values()))
+
+    x = torch.randn(2048, 4096, dtype=torch.bfloat16)
+    stats, bounds = _bounds_of(lambda t: t * 2 + 1, x)
+    (node,) = bounds.values()
+    assert (node.bound, node.bottleneck) == ("memory", "dma")
+    assert stats["origin_costs"][node.node]["flops"] == 0
+    assert 0.5 < node.of_roofline <= 1.0 + 1e-9
+
+    # bf16 layer norm: its fp32 intermediates keep the engines busier than its bytes need.
+    x, w, b = (torch.randn(shape, dtype=torch.bfloat16) for shape in ((2048, 768), 768, 768))
+    _, bounds = _bounds_of(lambda t, w, b: torch.nn.functional.layer_norm(t, (768,), w, b), x, w, b)
+    (node,) = bounds.values()
+    assert node.bound == "overhead" and node.bottleneck in ("vector", "scalar", "gpsimd")
+    assert node.of_roofline < 1.0
+
+
+def test_report_names_each_nodes_bound():
+    a, b = (torch.randn(1024, 1024, dtype=torch.bfloat16) for _ in "ab")
+    _bounds_of(torch.mm, a, b)
+    text = neuronsim.report(file=io.StringIO())
+    (line,) = [row for row in text.splitlines() if "aten.mm.default" in row]
+    assert " compute  tensor " in line
+
+
 def test_report_before_any_run():
     assert "no compiled graph has run" in neuronsim.report(file=io.StringIO())
 

@@ -9,7 +9,7 @@
 
 namespace neuron::tools {
 
-/// `originBusyNs`: RunOptions::originBusyNs of the run (may be empty); the
+/// `originBusyNs`: OriginCost::busyNs per origin of the run (may be empty); the
 /// `top` origins by busy time are listed.
 std::string formatReport(const runtime::Program &program, const std::string &title,
                          const std::string &target, bool timingOnly,

@@ -265,13 +265,16 @@ int run(const Options &o) {
   }
 
   std::vector<InstructionTiming> timeline;
-  std::vector<double> originBusyNs;
+  std::vector<OriginCost> originCosts;
   RunOptions options;
   options.timingOnly = o.timingOnly;
-  options.originBusyNs = &originBusyNs;
+  options.originCosts = &originCosts;
   if (!o.trace.empty())
     options.timeline = &timeline;
   RunStats stats = simulate(program, *target, inputs, outputs, options);
+  std::vector<double> originBusyNs;
+  for (const OriginCost &c : originCosts)
+    originBusyNs.push_back(c.busyNs);
 
   std::cout << neuron::tools::formatReport(program, fs::path(o.program).filename().string(),
                                            target->name, o.timingOnly, stats, originBusyNs,

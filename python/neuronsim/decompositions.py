@@ -160,6 +160,12 @@ def transformer_encoder_layer_fwd(
     return x if norm_first else norm(x, norm_weight_2, norm_bias_2)
 
 
+def convert_element_type(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """prims.convert_element_type, which some of PyTorch's decompositions (renorm in bf16)
+    emit: the same conversion as Tensor.to(dtype)."""
+    return aten._to_copy.default(x, dtype=dtype)
+
+
 def angle(x: torch.Tensor) -> torch.Tensor:
     """aten.angle of a real tensor, as eager's kernel: pi for x < 0, 0 otherwise, NaN stays
     NaN; integers give the default float dtype. A complex input keeps aten.angle, which the
@@ -186,6 +192,7 @@ def constant_pad_nd(x: torch.Tensor, pad: list[int], value: float = 0) -> torch.
 
 NEURON_DECOMPOSITIONS = {
     aten.constant_pad_nd.default: constant_pad_nd,
+    torch.ops.prims.convert_element_type.default: convert_element_type,
     aten.angle.default: angle,
     aten._scaled_dot_product_flash_attention_for_cpu_backward.default: sdpa_flash_cpu_backward,
     aten._transformer_encoder_layer_fwd.default: transformer_encoder_layer_fwd,

@@ -45,9 +45,16 @@ def test_ops_through_pytorch_decompositions_match_eager(name, fn, shapes):
 
 def test_a_prims_op_left_by_a_decomposition_is_named_in_the_error():
     with pytest.raises(neuronsim.NeuronCompileError) as info:
-        _compiled(lambda x: torch.signbit(x))(torch.randn(4))
+        _compiled(lambda a, b: torch.gcd(a, b))(torch.arange(1, 5), torch.arange(3, 7))
     message = str(info.value)
     assert message.startswith(
-        "unsupported operators (1):\n  prims.signbit.default (from PyTorch's decomposition of "
+        "unsupported operators (1):\n  prims.gcd.default (from PyTorch's decomposition of "
         "an ATen op the compiler does not lower) at "
     ), message
+
+
+def test_prims_convert_element_type_from_a_decomposition():
+    # renorm's decomposition converts bf16 to fp32 and back with prims.convert_element_type.
+    x = torch.randn(5, 7, dtype=torch.bfloat16)
+    fn = lambda t: torch.renorm(t, p=2, dim=1, maxnorm=1.0)  # noqa: E731
+    torch.testing.assert_close(_compiled(fn)(x), fn(x), rtol=2e-2, atol=2e-2)

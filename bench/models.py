@@ -110,11 +110,15 @@ def measure(model: Model) -> dict:
     neuronsim.reset()
     fn, inputs = model.build()
     compiled = torch.compile(fn, backend="neuron", dynamic=False, options={"timing_only": True})
-    start = time.monotonic()
-    compiled(*inputs)  # compile
-    first = time.monotonic() - start
-    with neuronsim.measure() as m:
-        compiled(*inputs)
+    # Forward models run as inference (no autograd graph, so no activations saved for a
+    # backward); training models run their step as written.
+    grad = torch.enable_grad() if model.training else torch.no_grad()
+    with grad:
+        start = time.monotonic()
+        compiled(*inputs)  # compile
+        first = time.monotonic() - start
+        with neuronsim.measure() as m:
+            compiled(*inputs)
     origins: dict[str, float] = {}
     peak_weighted = 0.0
     min_bytes = 0

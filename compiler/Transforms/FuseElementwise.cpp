@@ -5,6 +5,8 @@
 
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
@@ -61,11 +63,21 @@ public:
     for (Operation &op : block)
       consider(&op);
     for (auto &group : groups)
-      if (group->ops.size() >= 2)
+      if (group->ops.size() >= 2 || readsMatmul(*group))
         outline(*group);
   }
 
 private:
+  /// A single op reading a matmul's result is outlined too: as a fusion it can become the
+  /// matmul's epilogue (neuron-fuse-matmul-epilogue) instead of a round trip through HBM.
+  static bool readsMatmul(const Group &g) {
+    for (Operation *op : g.ops)
+      for (Value v : op->getOperands())
+        if (v.getDefiningOp<nt::MatmulOp>())
+          return true;
+    return false;
+  }
+
   Group *groupOf(Value v) {
     Operation *def = v.getDefiningOp();
     return def ? owner.lookup(def) : nullptr;
@@ -232,8 +244,75 @@ void Fuser::outline(Group &g) {
     op->erase();
 }
 
+/// `s` without its leading unit dims.
+ArrayRef<int64_t> dropLeadingUnits(ArrayRef<int64_t> s) {
+  while (!s.empty() && s.front() == 1)
+    s = s.drop_front();
+  return s;
+}
+
+/// The reshape defining `v` if it only adds leading unit dims ([M, N] -> [1, M, N]).
+nt::ReshapeOp unitReshape(Value v) {
+  auto r = v.getDefiningOp<nt::ReshapeOp>();
+  if (!r)
+    return {};
+  ArrayRef<int64_t> in = shapeOf(r.getInput()), out = shapeOf(r.getResult());
+  return in.size() < out.size() && dropLeadingUnits(in) == dropLeadingUnits(out)
+             ? r
+             : nt::ReshapeOp();
+}
+
+/// elementwise(reshape(x), y) -> reshape(elementwise(x, y)) when the reshape only adds
+/// leading unit dims (a batch of 1 viewed with its dim, as models do after each linear
+/// layer) and y broadcasts to x: the reshapes sink to where the shapes really change and
+/// cancel in pairs, so the elementwise chains they split (a matmul's bias add and the GELU
+/// after it) fuse. Each rewrite moves a reshape past one op, so the rewriting ends.
+struct SinkUnitReshape : RewritePattern {
+  explicit SinkUnitReshape(MLIRContext *ctx) : RewritePattern(MatchAnyOpTypeTag(), 1, ctx) {}
+
+  LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rewriter) const override {
+    if (!isa<nt::UnaryOp, nt::BinaryOp, nt::CastOp>(op))
+      return failure();
+    ArrayRef<int64_t> result = shapeOf(op->getResult(0));
+    std::optional<ArrayRef<int64_t>> source;
+    for (Value v : op->getOperands())
+      if (nt::ReshapeOp r = unitReshape(v); r && shapeOf(v) == result && !source)
+        source = shapeOf(r.getInput());
+    if (!source)
+      return failure();
+    auto sunkReshape = [&](Value v) {
+      nt::ReshapeOp r = unitReshape(v);
+      return r && shapeOf(v) == result && shapeOf(r.getInput()) == *source ? r : nt::ReshapeOp();
+    };
+    auto broadcasts = [&](Value v) {
+      return shapeOf(v).size() <= source->size() && nt::isBroadcastableTo(shapeOf(v), *source);
+    };
+    // A full operand of the original shape would need a reshape of its own: the chain
+    // stays as it is (a reshaped residual would split a layer norm's fusion from its add).
+    SmallVector<Value> operands;
+    for (Value v : op->getOperands()) {
+      if (nt::ReshapeOp r = sunkReshape(v))
+        operands.push_back(r.getInput());
+      else if (broadcasts(v))
+        operands.push_back(v);
+      else
+        return failure();
+    }
+    auto type = cast<RankedTensorType>(op->getResult(0).getType());
+    Operation *sunk = rewriter.clone(*op);
+    sunk->setOperands(operands);
+    sunk->getResult(0).setType(RankedTensorType::get(*source, type.getElementType()));
+    rewriter.replaceOpWithNewOp<nt::ReshapeOp>(op, type, sunk->getResult(0));
+    return success();
+  }
+};
+
 struct NeuronFuseElementwisePass : impl::NeuronFuseElementwiseBase<NeuronFuseElementwisePass> {
   void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<SinkUnitReshape>(&getContext());
+    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
     for (Block &block : getOperation().getBody())
       Fuser(block).run();
   }

@@ -68,3 +68,52 @@ func.func @narrow_rows(%x: tensor<128x64xf32>, %w: tensor<64x384xf32>) -> tensor
   }
   return %1 : tensor<128x384xf32>
 }
+
+// -----
+
+// A lone bias add on a matmul is outlined as a one-op fusion, so it becomes the epilogue.
+// CHECK-LABEL: func @lone_bias_add
+// CHECK: ntorch.matmul
+// CHECK-NEXT: ntorch.fusion {{.*}} {ntorch.matmul_epilogue}
+// CHECK: ntorch.binary add
+func.func @lone_bias_add(%x: tensor<256x512xbf16>, %w: tensor<512x384xbf16>, %b: tensor<384xbf16>) -> tensor<256x384xbf16> {
+  %0 = ntorch.matmul %x, %w : tensor<256x512xbf16>, tensor<512x384xbf16> -> tensor<256x384xbf16>
+  %1 = ntorch.binary add %b, %0 : tensor<384xbf16>, tensor<256x384xbf16> -> tensor<256x384xbf16>
+  return %1 : tensor<256x384xbf16>
+}
+
+// -----
+
+// The model views the product with a batch dim of 1 before its activation: the reshape
+// sinks below the elementwise ops (and cancels with the one after them), so bias add and
+// activation form one epilogue.
+// CHECK-LABEL: func @batch_view_between
+// CHECK: ntorch.matmul
+// CHECK-NEXT: ntorch.fusion {{.*}} {ntorch.matmul_epilogue} : tensor<384xbf16>, tensor<256x384xbf16> -> tensor<256x384xbf16>
+// CHECK: ntorch.binary add
+// CHECK: ntorch.unary tanh
+// CHECK: ntorch.binary mul
+// CHECK-NOT: ntorch.reshape
+// CHECK: return
+func.func @batch_view_between(%x: tensor<256x512xbf16>, %w: tensor<512x384xbf16>, %b: tensor<384xbf16>) -> tensor<256x384xbf16> {
+  %half = ntorch.constant dense<5.000000e-01> : tensor<f32>
+  %0 = ntorch.matmul %x, %w : tensor<256x512xbf16>, tensor<512x384xbf16> -> tensor<256x384xbf16>
+  %1 = ntorch.binary add %b, %0 : tensor<384xbf16>, tensor<256x384xbf16> -> tensor<256x384xbf16>
+  %2 = ntorch.reshape %1 : tensor<256x384xbf16> -> tensor<1x256x384xbf16>
+  %3 = ntorch.unary tanh %2 : tensor<1x256x384xbf16> -> tensor<1x256x384xbf16>
+  %4 = ntorch.binary mul %3, %half : tensor<1x256x384xbf16>, tensor<f32> -> tensor<1x256x384xbf16>
+  %5 = ntorch.reshape %4 : tensor<1x256x384xbf16> -> tensor<256x384xbf16>
+  return %5 : tensor<256x384xbf16>
+}
+
+// -----
+
+// A full operand of the batch-1 shape is not reshaped for the sinking: the chain stays.
+// CHECK-LABEL: func @full_operand_keeps_the_view
+// CHECK: ntorch.reshape {{.*}} -> tensor<1x256x384xbf16>
+// CHECK: ntorch.binary add {{.*}} : tensor<1x256x384xbf16>, tensor<1x256x384xbf16>
+func.func @full_operand_keeps_the_view(%x: tensor<256x384xbf16>, %y: tensor<1x256x384xbf16>) -> tensor<1x256x384xbf16> {
+  %0 = ntorch.reshape %x : tensor<256x384xbf16> -> tensor<1x256x384xbf16>
+  %1 = ntorch.binary add %0, %y : tensor<1x256x384xbf16>, tensor<1x256x384xbf16> -> tensor<1x256x384xbf16>
+  return %1 : tensor<1x256x384xbf16>
+}

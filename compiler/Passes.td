@@ -60,7 +60,10 @@ def NeuronFuseElementwise : Pass<"neuron-fuse-elementwise", "mlir::func::FuncOp"
     Chains of elementwise ops over one iteration shape, with reductions along the
     last dimension when a row fits in one tile (softmax, layer norm), become one
     ntorch.fusion: the lowering computes them tile by tile in SBUF, so their
-    intermediate values never travel to HBM and back.
+    intermediate values never travel to HBM and back. First, reshapes that only add
+    leading unit dims sink below the elementwise ops they feed (so a batch-of-1 view
+    does not split a chain), and a single op reading a matmul's result becomes a
+    fusion of its own (a candidate for the matmul's epilogue).
   }];
   let dependentDialects = ["::neuron::ntorch::NTorchDialect"];
 }

@@ -311,8 +311,8 @@ struct NeuronFuseElementwisePass : impl::NeuronFuseElementwiseBase<NeuronFuseEle
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<SinkUnitReshape>(&getContext());
-    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
-      return signalPassFailure();
+    // Not converging within the driver's limit leaves valid IR (fewer reshapes sunk).
+    (void)applyPatternsAndFoldGreedily(getOperation(), std::move(patterns));
     for (Block &block : getOperation().getBody())
       Fuser(block).run();
   }

@@ -2,7 +2,8 @@
 
 The op left unsupported on purpose is the tangent of a complex tensor (the complex lowering has no
 rule for it: it stays complex64, the FFT before it runs on the simulator), and
-aten.special_airy_ai for the importer's own diagnostic (its tensors have supported dtypes).
+aten.rrelu_with_noise_functional (F.rrelu in eval mode) for the importer's own diagnostic
+(its tensors have supported dtypes).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ class Spectral(torch.nn.Module):
 class TwoUnsupported(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = torch.tan(torch.fft.rfft(x * 2.0))  # MARK_FFT2
-        values = torch.special.airy_ai(x)[..., :3]  # MARK_AIRY
+        values = F.rrelu(x, training=False)[..., :3]  # MARK_RRELU
         return y.real[..., :3] + values
 
 
@@ -65,13 +66,13 @@ def test_unsupported_ops_are_listed_with_source_lines():
         _compile(TwoUnsupported())(torch.randn(4, 10))
     message = str(error.value)
     assert message.startswith("unsupported operators (2):\n"), message
-    fft, airy = _line_of("# MARK_FFT2"), _line_of("# MARK_AIRY")
+    fft, rrelu = _line_of("# MARK_FFT2"), _line_of("# MARK_RRELU")
     expected = [
         # The FFT and y.real are rewritten into real ops; the complex tangent is not.
         "aten.tan.default (complex64 tensors: no real rewrite of this complex op) at "
         f"test_fallback.py:{fft} in forward: y = torch.tan(torch.fft.rfft(x * 2.0))  # MARK_FFT2",
-        f"aten.special_airy_ai.default at test_fallback.py:{airy} in forward: "
-        "values = torch.special.airy_ai(x)[..., :3]  # MARK_AIRY",
+        f"aten.rrelu_with_noise_functional.default at test_fallback.py:{rrelu} in forward: "
+        "values = F.rrelu(x, training=False)[..., :3]  # MARK_RRELU",
     ]
     for line in expected:
         assert f"\n  {line}\n" in message, message
@@ -97,9 +98,9 @@ def test_explicit_fallback_none_is_the_default():
         _compile(Spectral(), fallback="none")(torch.randn(3, 24))
 
 
-class CumMax(torch.nn.Module):
+class EvalRRelu(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.special.airy_ai(x * 2.0)  # MARK_AIRY_ONLY
+        return F.rrelu(x * 2.0, training=False)  # MARK_RRELU_ONLY
 
 
 def _forward_graph_file(model, *inputs) -> str:
@@ -119,25 +120,25 @@ def test_importer_diagnostic_reaches_the_user_intact(monkeypatch):
     """The C++ importer's list (what _C.compile raises) comes through Dynamo unchanged."""
     x = torch.randn(4, 10)
     with pytest.raises(_C.CompileError) as native_error:
-        _C.compile(_forward_graph_file(CumMax(), x), "{}")
+        _C.compile(_forward_graph_file(EvalRRelu(), x), "{}")
     native_message = str(native_error.value)
-    line = _line_of("# MARK_AIRY_ONLY")
+    line = _line_of("# MARK_RRELU_ONLY")
     assert native_message.startswith(
-        "unsupported operators (1):\n  aten.special_airy_ai.default at "
-        f"test_fallback.py:{line} in forward: return torch.special.airy_ai(x * 2.0)"
+        "unsupported operators (1):\n  aten.rrelu_with_noise_functional.default at "
+        f"test_fallback.py:{line} in forward: return F.rrelu(x * 2.0, training=False)"
     ), native_message
 
     # Through the backend with the Python-side check: the same lines (plus a hint).
     torch._dynamo.reset()
     with torch.no_grad(), pytest.raises(neuronsim.NeuronCompileError) as error:
-        _compile(CumMax())(x)
+        _compile(EvalRRelu())(x)
     assert str(error.value).startswith(native_message.rstrip()), str(error.value)
 
     # Without the Python-side check, the importer finds it: the message arrives as it was.
     monkeypatch.setattr("neuronsim.backend.check_supported", lambda gm: None)
     torch._dynamo.reset()
     with torch.no_grad(), pytest.raises(neuronsim.NeuronCompileError) as error:
-        _compile(CumMax())(x)
+        _compile(EvalRRelu())(x)
     assert str(error.value).startswith(native_message), str(error.value)
 
 
@@ -191,7 +192,7 @@ def test_cpu_fallback_from_the_environment(monkeypatch):
         expected = model(x)
     assert relative_error(actual, expected) <= FP32_TOLERANCE
     ops = neuronsim.get_fallback_ops()
-    assert ops["aten.tan.default"] == 1 and ops["aten.special_airy_ai.default"] == 1
+    assert ops["aten.tan.default"] == 1 and ops["aten.rrelu_with_noise_functional.default"] == 1
 
 
 def test_fully_supported_graph_has_no_fallback():
@@ -217,7 +218,7 @@ class Interleaved(torch.nn.Module):
         flat = y.flatten(1)[:, :16]
         spectrum = torch.fft.rfft(flat).tan().abs()[:, :8]  # the tangent on the CPU
         z = self.fc(spectrum) + torch.tensor([1.0, -1.0, 0.5, 0.0, 2.0, 3.0])
-        top = torch.special.airy_ai(z)[..., :2]  # CPU
+        top = F.rrelu(z, training=False)[..., :2]  # CPU
         return z * y.mean(), top.sum(-1, keepdim=True) - flat.amax(-1, keepdim=True)
 
 
@@ -229,7 +230,7 @@ def test_cpu_fallback_with_several_islands():
     for a, e in zip(actual, expected, strict=True):
         assert relative_error(a, e) <= FP32_TOLERANCE
     ops = neuronsim.get_fallback_ops()
-    assert ops == {"aten.tan.default": 1, "aten.special_airy_ai.default": 1}
+    assert ops == {"aten.tan.default": 1, "aten.rrelu_with_noise_functional.default": 1}
     assert neuronsim.cache_stats()["compiles"] >= 2
 
 

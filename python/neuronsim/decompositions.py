@@ -18,6 +18,7 @@ from .error_functions import ERROR_FUNCTION_DECOMPOSITIONS
 from .float_bits import FLOAT_BITS_DECOMPOSITIONS
 from .grouped_mm import GROUPED_MM_DECOMPOSITIONS
 from .linalg import LINALG_DECOMPOSITIONS
+from .orthogonal_polynomials import ORTHOGONAL_POLYNOMIAL_DECOMPOSITIONS
 from .special_functions import SPECIAL_DECOMPOSITIONS
 
 aten = torch.ops.aten
@@ -196,4 +197,5 @@ NEURON_DECOMPOSITIONS = {
     **FLOAT_BITS_DECOMPOSITIONS,
     **BESSEL_DECOMPOSITIONS,
     **ERROR_FUNCTION_DECOMPOSITIONS,
+    **ORTHOGONAL_POLYNOMIAL_DECOMPOSITIONS,
 }

@@ -153,3 +153,79 @@ def test_ndtri_matches_eager_down_to_the_smallest_subnormal():
                          ids=["erfcx", "log_ndtr"])  # fmt: skip
 def test_erfcx_and_log_ndtr_match_eager(fn):
     _assert_matches_eager(fn, _wide_values())
+
+
+_POLYNOMIALS = ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+                "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+                "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+                "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+                "laguerre_polynomial_l", "legendre_polynomial_p"]  # fmt: skip
+
+
+def _polynomial_inputs() -> tuple[torch.Tensor, torch.Tensor]:
+    """x in [-1.5, 1.5] (both sides of the trigonometric forms' |x| < 1) and eager's special
+    values; n per element: integers -3..24 (around every threshold), non-integers (eager
+    truncates), NaN, +-inf, 1e20 (n < 0 for eager's int64 cast), Hermite's limit 128. (Larger
+    random n meets eager's trigonometric forms near their zeros, where n times one ulp of
+    acos exceeds the absolute tolerance: that is eager's own rounding.)"""
+    torch.manual_seed(4)
+    edges = [0.0, -0.0, 1.0, -1.0, 0.5, 1e-30, 2.0, -2.0, math.nan]
+    x = torch.cat([torch.rand(600) * 3 - 1.5, torch.tensor(edges).repeat(12)])
+    n = torch.randint(-3, 25, x.shape).to(torch.float32)
+    n[:40] += torch.rand(40) * 0.99 * torch.sign(n[:40])
+    n[40:50] = torch.tensor([math.nan, math.inf, -math.inf, 1e20, -1e20, -0.5, 128, 129, 127, 0])
+    # NaN x: eager's value for n >= 2 is uninitialized memory (its loop stops before setting
+    # it); n < 2 is defined (0, 1, NaN). The decompositions give NaN (test below).
+    nan_x = x.isnan()
+    n[nan_x] = torch.tensor([-1.0, 0.0, 1.0]).repeat(12)[: int(nan_x.sum())]
+    return x, n
+
+
+@pytest.mark.parametrize("name", _POLYNOMIALS)
+def test_orthogonal_polynomials_with_a_tensor_degree_match_eager(name):
+    fn = getattr(torch.special, name)
+    x, n = _polynomial_inputs()
+    if name.startswith("hermite"):  # n = 129 is Hermite's NaN; elsewhere beyond the bound
+        x[47] = 0.0
+    else:
+        n[47] = 5.0
+    _assert_matches_eager(fn, x, n)
+
+
+@pytest.mark.parametrize("name", _POLYNOMIALS)
+def test_orthogonal_polynomials_with_a_python_degree_match_eager(name):
+    fn = getattr(torch.special, name)
+    x, _ = _polynomial_inputs()
+    for degree in (-1, 0, 1, 2, 7, 13.7):
+        t = x if degree < 2 else x[~x.isnan()]
+        _assert_matches_eager(lambda t, k=degree: fn(t, k), t)
+    nan = torch.tensor([math.nan, math.nan])
+    assert _compiled(lambda t: fn(t, 5), nan).isnan().all()
+    assert _compiled(fn, nan, torch.tensor([2.0, 40.0])).isnan().all()
+    n = torch.arange(-2, 12, dtype=torch.float32)
+    _assert_matches_eager(lambda k: fn(0.25, k), n)  # a Python x (the x_scalar overload)
+
+
+def test_polynomial_degree_above_the_bound_fails_on_the_host_unless_a_closed_form_covers_it():
+    from neuronsim.orthogonal_polynomials import MAX_DEGREE
+
+    n = torch.tensor([3.0, MAX_DEGREE + 72.0])
+    # |x| < 1 and n > 6: eager's cos(n acos x), no recurrence
+    _assert_matches_eager(torch.special.chebyshev_polynomial_t, torch.tensor([0.3, 0.4]), n)
+    # |x| > 1: the recurrence overflows to NaN within the bound, and stays NaN
+    _assert_matches_eager(torch.special.chebyshev_polynomial_t, torch.tensor([0.3, 3.0]), n)
+    torch._dynamo.reset()
+    message = (f"torch.special.legendre_polynomial_p: n is above {MAX_DEGREE}, the degree to "
+               f"which the neuron backend unrolls the recurrence, for an x that needs the "
+               f"recurrence")  # fmt: skip
+    compiled = torch.compile(torch.special.legendre_polynomial_p, backend="neuron", dynamic=False)
+    with pytest.raises(RuntimeError, match=f"^{message}$"):
+        compiled(torch.tensor([0.3, 0.4]), n)
+    with pytest.raises(RuntimeError, match=f"^{message}$"):
+        torch._dynamo.reset()
+        torch.compile(lambda t: torch.special.legendre_polynomial_p(t, 300), backend="neuron",
+                      dynamic=False)(torch.tensor([0.3, 0.4]))  # fmt: skip
+    # the same compiled program runs inputs within the bound
+    torch.testing.assert_close(compiled(torch.tensor([0.3, 0.4]), torch.tensor([3.0, 4.0])),
+                               torch.special.legendre_polynomial_p(torch.tensor([0.3, 0.4]),
+                                                                   torch.tensor([3.0, 4.0])))

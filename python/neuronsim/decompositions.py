@@ -20,6 +20,7 @@ from .grouped_mm import GROUPED_MM_DECOMPOSITIONS
 from .linalg import LINALG_DECOMPOSITIONS
 from .orthogonal_polynomials import ORTHOGONAL_POLYNOMIAL_DECOMPOSITIONS
 from .special_functions import SPECIAL_DECOMPOSITIONS
+from .zeta_gamma import ZETA_DECOMPOSITIONS
 
 aten = torch.ops.aten
 
@@ -198,4 +199,5 @@ NEURON_DECOMPOSITIONS = {
     **BESSEL_DECOMPOSITIONS,
     **ERROR_FUNCTION_DECOMPOSITIONS,
     **ORTHOGONAL_POLYNOMIAL_DECOMPOSITIONS,
+    **ZETA_DECOMPOSITIONS,
 }

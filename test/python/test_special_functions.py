@@ -35,12 +35,44 @@ def test_special_function_matches_eager(fn, dtype):
     torch.testing.assert_close(actual, fn(x), equal_nan=True, **tolerance)
 
 
-def test_higher_polygamma_orders_stay_unsupported_with_the_op_named():
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("n", [2, 3, 4, 6, 9])
+def test_polygamma_of_higher_orders_matches_eager(n, dtype):
+    """Through the Hurwitz zeta: both signs (the negative side regroups the terms nearest 0,
+    which cancel for odd orders), the poles, +-0, +-inf, NaN, tiny and large values."""
+    x = _values().to(dtype)
+    actual = _compiled(lambda t: torch.polygamma(n, t), x)
+    tolerance = _TOLERANCE[dtype]
+    torch.testing.assert_close(actual, torch.polygamma(n, x), equal_nan=True, **tolerance)
+
+
+def test_polygamma_of_a_negative_order_raises_eagers_error():
     torch._dynamo.reset()
-    with pytest.raises(neuronsim.NeuronCompileError, match="aten.polygamma.default at "):
-        torch.compile(lambda t: torch.polygamma(2, t), backend="neuron", dynamic=False)(
+    with pytest.raises(Exception, match="polygamma\\(n, x\\) does not support negative n"):
+        torch.compile(lambda t: torch.polygamma(-1, t), backend="neuron", dynamic=False)(
             torch.rand(8) + 0.5
         )
+
+
+def _zeta_inputs() -> tuple[torch.Tensor, torch.Tensor]:
+    """x above 1 (integers and not; near 1; large) against q positive, negative (integers:
+    poles; non-integers: defined for integer x only), +-0, +-inf, NaN; x below 1, 1, inf."""
+    torch.manual_seed(5)
+    x = torch.cat([torch.rand(200) * 20 + 1, torch.randint(2, 12, (300,)).float(),
+                   1 + torch.rand(50) * 1e-3, torch.rand(50) * 100])  # fmt: skip
+    q = torch.cat([torch.rand(200) * 30, torch.randn(300) * 10, torch.rand(100) * 5])
+    edge_x = [1.0, 0.5, -2.0, math.inf, math.inf, math.inf, math.inf, math.nan, 2.0, 2.0, 3.0,
+              3.0, 2.0, 2.0, 2.0, 2.5, 4.0, 5.0, 3.0, 2.0]  # fmt: skip
+    edge_q = [5.0, 5.0, 5.0, 2.0, 1.0, 0.5, -2.5, 1.0, 0.0, -0.0, -3.0, -2.5, math.inf,
+              -math.inf, math.nan, -2.5, 1e-30, 1e10, -1e4 - 0.5, -0.5]  # fmt: skip
+    return torch.cat([x, torch.tensor(edge_x)]), torch.cat([q, torch.tensor(edge_q)])
+
+
+def test_hurwitz_zeta_matches_eager():
+    x, q = _zeta_inputs()
+    _assert_matches_eager(torch.special.zeta, x, q)
+    _assert_matches_eager(lambda t: torch.special.zeta(3.0, t), q)  # a Python x
+    _assert_matches_eager(lambda t: torch.special.zeta(t, 2.5), x)  # a Python q
 
 
 def _compiled(fn, *inputs):

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import torch
 
+from .special_common import unfused
+
 aten = torch.ops.aten
 
 MAX_DEGREE = 128  # recurrence steps unrolled for a degree known only at run time
@@ -49,8 +51,10 @@ def _hermite_he_step(k, v: Tensor, p: Tensor, q: Tensor) -> Tensor:  # v = x
     return v * q - k * p
 
 
-def _laguerre_step(k, v: Tensor, p: Tensor, q: Tensor) -> Tensor:  # v = 1 - x
-    return (((k + k) + v) * q - k * p) / (k + 1.0)
+def _laguerre_step(k, v: Tensor, p: Tensor, q: Tensor) -> Tensor:  # v = x
+    # eager's (2k + (1 - x)) as (2k + 1) - x: one rounding instead of two (an op on x and a
+    # number, not on a value computed from x, which would gather every step's in one region)
+    return (((k + k + 1.0) - v) * q - k * p) / (k + 1.0)
 
 
 def _legendre_step(k, v: Tensor, p: Tensor, q: Tensor) -> Tensor:  # v = x
@@ -171,7 +175,7 @@ _POLYNOMIALS = {
         "hermite_polynomial_he", False, lambda x: x, _hermite_he_step, _same,
         nan_above=_HERMITE_LIMIT),
     aten.special_laguerre_polynomial_l: _Polynomial(
-        "laguerre_polynomial_l", False, lambda x: 1.0 - x, _laguerre_step, lambda x: 1.0 - x,
+        "laguerre_polynomial_l", False, lambda x: 1.0 - x, _laguerre_step, _same,
         _ends_zero_one),
     aten.special_legendre_polynomial_p: _Polynomial(
         "legendre_polynomial_p", False, lambda x: x, _legendre_step, _same, _ends_t),
@@ -194,11 +198,11 @@ def _evaluate(spec: _Polynomial, x: Tensor, n: Tensor, steps: int, exact: bool):
     the elements whose value needs no more steps than that.
 
     For a tensor n each step is taken where k < n (p and q stay put elsewhere), so q ends at
-    P_n. Every op of the steps takes an operand from the previous step (the count of steps
-    left, k, p and q), and what depends on x alone (y, the factor, P_1 and P_2) is computed
-    before anything of n: the compiler's elementwise fusion then makes the whole recurrence
-    one region with three live values, instead of regions of x alone and of n alone whose
-    MAX_DEGREE results would all be live at once."""
+    P_n. The steps' ops take an operand of the chain (the count of steps left, p, q) or x
+    with a number, and what depends on x alone (y, the factor, P_1 and P_2) is computed
+    before anything of n: the compiler's elementwise fusion then makes the recurrence one
+    region with a few live values, instead of regions of x alone and of n alone whose
+    MAX_DEGREE results would all be live at once (and overflow SBUF on large inputs)."""
     y = x + x - 1.0 if spec.shifted else x
     factor = spec.factor(y)
     p, q = torch.ones_like(y), spec.first(y)
@@ -212,11 +216,9 @@ def _evaluate(spec: _Polynomial, x: Tensor, n: Tensor, steps: int, exact: bool):
         left = n - 2.0  # steps left after P_2
         active = left >= 0.0
         p, q = torch.where(active, q, p), torch.where(active, second, q)
-        k = left * 0.0 + 1.0  # (finite: n is)
-        for _ in range(2, steps):
-            k = k + 1.0
+        for k in range(2, steps):
             left = left - 1.0
-            r = spec.step(k, factor, p, q)
+            r = spec.step(float(k), factor, p, q)
             active = left >= 0.0
             p, q = torch.where(active, q, p), torch.where(active, r, q)
     result = torch.where(n == 0.0, 1.0, q)
@@ -263,10 +265,12 @@ def _polynomial(spec: _Polynomial, x, n) -> Tensor:
         degree = torch.full_like(xf, float(value))
         steps, exact = min(max(value, 1), MAX_DEGREE), value <= MAX_DEGREE
     xf, degree = torch.broadcast_tensors(xf, degree)
+    if not exact:  # the steps take x (and n) as plain inputs (special_common.unfused)
+        xf, degree = unfused(xf), unfused(degree)
     result, covered = _evaluate(spec, xf, degree, steps, exact)
     if not exact:
         torch.ops.aten._assert_async.msg(
-            torch.all(covered),
+            torch.all(covered.reshape(-1, 1)),  # (a column: compiles for any N)
             f"torch.special.{spec.name}: n is above {MAX_DEGREE}, the degree to which the "
             f"neuron backend unrolls the recurrence, for an x that needs the recurrence",
         )

@@ -4,6 +4,7 @@
 NaN."""
 
 import math
+import re
 
 import pytest
 import torch
@@ -261,3 +262,43 @@ def test_polynomial_degree_above_the_bound_fails_on_the_host_unless_a_closed_for
     torch.testing.assert_close(compiled(torch.tensor([0.3, 0.4]), torch.tensor([3.0, 4.0])),
                                torch.special.legendre_polynomial_p(torch.tensor([0.3, 0.4]),
                                                                    torch.tensor([3.0, 4.0])))
+
+
+def _incomplete_gamma_inputs() -> tuple[torch.Tensor, torch.Tensor]:
+    """Every branch of eager's choice: small a and x (both series), x > 1.1 on both sides of
+    a (series, continued fraction), a up to 300 with x near a (where eager uses Temme's
+    expansion), tiny values, and the boundary values: 0, +-inf, NaN, negative."""
+    torch.manual_seed(6)
+    a = torch.cat([torch.rand(300) * 3, torch.rand(300) * 30, torch.rand(200) * 280 + 20,
+                   torch.rand(50) * 1e-3])  # fmt: skip
+    x = torch.cat([torch.rand(300) * 3, torch.rand(300) * 40, a[600:800] * (0.7 + 0.6 *
+                   torch.rand(200)), torch.rand(50) * 2])  # fmt: skip
+    edge_a = [0.0, 0.0, 1.0, math.inf, math.inf, 1.0, math.nan, -1.0, 1.0, 2.0, 0.5, 1e-20,
+              3.0, 1.0, 40.0, 250.0]  # fmt: skip
+    edge_x = [0.0, 1.0, 0.0, math.inf, 1.0, math.inf, 1.0, 1.0, -1.0, math.nan, 1e-30, 1.0,
+              1e-20, 100.0, 40.0, 250.0]  # fmt: skip
+    return torch.cat([a, torch.tensor(edge_a)]), torch.cat([x, torch.tensor(edge_x)])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("fn", [torch.igamma, torch.igammac], ids=["igamma", "igammac"])
+def test_incomplete_gamma_matches_eager(fn, dtype):
+    a, x = _incomplete_gamma_inputs()
+    _assert_matches_eager(fn, a.to(dtype), x.to(dtype))
+
+
+def test_incomplete_gamma_beyond_its_fixed_steps_fails_on_the_host():
+    from neuronsim.incomplete_gamma import FRACTION_STEPS, SERIES_TERMS
+
+    a = torch.tensor([2.0, 5000.0])
+    x = torch.tensor([1.0, 4990.0])  # the series needs about 6 sqrt(a) = 420 terms
+    message = (f"torch.igamma: the neuron backend sums {SERIES_TERMS} series terms and "
+               f"{FRACTION_STEPS} continued-fraction steps; an element (a large, x near a) "
+               f"needs more")  # fmt: skip
+    torch._dynamo.reset()
+    compiled = torch.compile(torch.igamma, backend="neuron", dynamic=False)
+    with pytest.raises(RuntimeError, match=f"^{re.escape(message)}$"):
+        compiled(a, x)
+    within = torch.tensor([200.0, 300.0])
+    torch.testing.assert_close(compiled(a, within), torch.igamma(a, within), rtol=1.3e-4,
+                               atol=1e-5)  # fmt: skip

@@ -302,3 +302,17 @@ def test_incomplete_gamma_beyond_its_fixed_steps_fails_on_the_host():
     within = torch.tensor([200.0, 300.0])
     torch.testing.assert_close(compiled(a, within), torch.igamma(a, within), rtol=1.3e-4,
                                atol=1e-5)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [lambda t: torch.special.zeta(t + 1, t), lambda t: torch.special.chebyshev_polynomial_t(t, 3)],
+    ids=["zeta", "chebyshev_polynomial_t"],
+)
+def test_ops_eager_lacks_in_bf16_stay_unsupported_with_the_op_named(fn):
+    x = torch.rand(4).bfloat16() + 1
+    with pytest.raises(NotImplementedError):
+        fn(x)
+    torch._dynamo.reset()
+    with pytest.raises(neuronsim.NeuronCompileError, match="unsupported operator"):
+        torch.compile(fn, backend="neuron", dynamic=False)(x)

@@ -5,11 +5,12 @@ Each follows eager's kernel step by step: n is truncated to an integer (NaN, +-i
 |n| >= 2^63 become negative, so give 0), n < 0 gives 0, then eager's special values of x
 (x = +-1, or 0 and 1 for the shifted forms, x = 0 for Laguerre), its trigonometric forms
 for n above a threshold and |x| < 1 (cos(n acos x) for T, ...), Hermite's NaN above
-n = 128, and otherwise the three-term recurrence, with eager's operations in eager's order.
+n = 128, and otherwise the three-term recurrence, with eager's operations in eager's order
+(but for one rounding in Laguerre's step, below).
 
 The degree n is either a Python number, whose recurrence is unrolled exactly (n steps), or a
 tensor whose values are only known at run time: then the recurrence is unrolled
-MAX_DEGREE = 128 times and each element takes the step where k == n. An element whose
+MAX_DEGREE = 128 times and each element takes the steps up to its n. An element whose
 n > MAX_DEGREE needs more steps unless a closed form covers it (n < 0, eager's special
 values, the trigonometric forms, Hermite's n > 128) or its recurrence has already become NaN
 (it stays NaN; eager stops there too); if any element needs more, the run fails on the host
@@ -38,7 +39,7 @@ Tensor = torch.Tensor
 
 
 # Steps: P_{k+1} from p = P_{k-1} and q = P_k, with v = factor(y) computed once and k a
-# number or an fp32 tensor holding k; eager's operations in eager's order.
+# Python number; eager's operations in eager's order.
 def _cheb_step(k, v: Tensor, p: Tensor, q: Tensor) -> Tensor:  # v = y + y
     return v * q - p
 
@@ -199,10 +200,11 @@ def _evaluate(spec: _Polynomial, x: Tensor, n: Tensor, steps: int, exact: bool):
 
     For a tensor n each step is taken where k < n (p and q stay put elsewhere), so q ends at
     P_n. The steps' ops take an operand of the chain (the count of steps left, p, q) or x
-    with a number, and what depends on x alone (y, the factor, P_1 and P_2) is computed
-    before anything of n: the compiler's elementwise fusion then makes the recurrence one
-    region with a few live values, instead of regions of x alone and of n alone whose
-    MAX_DEGREE results would all be live at once (and overflow SBUF on large inputs)."""
+    (a plain input: special_common.unfused) with a number, and what depends on x alone (y,
+    the factor, P_1 and P_2) is computed before anything of n: the compiler's elementwise
+    fusion then keeps the recurrence in regions with a few live values, instead of regions
+    of x alone and of n alone whose MAX_DEGREE results would all be live at once (an SBUF
+    overflow on large inputs)."""
     y = x + x - 1.0 if spec.shifted else x
     factor = spec.factor(y)
     p, q = torch.ones_like(y), spec.first(y)

@@ -44,3 +44,14 @@ def chebyshev(t: torch.Tensor, coefficients: Sequence[float]) -> torch.Tensor:
     for c in reversed(coefficients[1:]):
         current, after = twice * current - after + c, current
     return t * current - after + coefficients[0]
+
+
+def unfused(t: torch.Tensor) -> torch.Tensor:
+    """t's values through two reversals of its last dim: data movement the compiler's
+    elementwise fusion does not fuse, so the result is a plain input to what follows.
+
+    For unrolled recurrences: an op of a computed value and a number (a + k at each step k)
+    joins the fused region that computed the value, whose results then are every step's,
+    all live at once (an SBUF overflow on large inputs); on a plain input each such op is
+    computed on its own."""
+    return t.flip(-1).flip(-1) if t.dim() > 0 and t.shape[-1] > 1 else t

@@ -14,6 +14,8 @@ import math
 
 import torch
 
+from .zeta_gamma import polygamma_from_zeta
+
 aten = torch.ops.aten
 
 _SHIFT = 8.0  # the series are evaluated at z >= _SHIFT
@@ -92,14 +94,16 @@ def _trigamma_positive(x: torch.Tensor) -> torch.Tensor:
 
 
 def polygamma(n: int, x: torch.Tensor) -> torch.Tensor:
-    """aten.polygamma for n = 0 (digamma) and n = 1 (trigamma); higher orders stay
-    unsupported. Trigamma reflects below 1/2, psi1(x) = pi^2 / sin^2(pi x) - psi1(1 - x), with
-    sin(pi x) rounded from the fp32 product as eager's kernel does (so near the poles both
-    give the same large finite values)."""
+    """aten.polygamma: n = 0 is digamma, n = 1 trigamma, n >= 2 from the Hurwitz zeta
+    (zeta_gamma.py). Trigamma reflects below 1/2, psi1(x) = pi^2 / sin^2(pi x) - psi1(1 - x),
+    with sin(pi x) rounded from the fp32 product as eager's kernel does (so near the poles
+    both give the same large finite values)."""
+    if n < 0:  # eager's check (the op's meta function raises it before this)
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
     if n == 0:
         return digamma(x)
-    if n != 1:
-        return NotImplemented
+    if n >= 2:
+        return polygamma_from_zeta(n, x)
     dtype = x.dtype
     v = x.to(torch.float32)
     reflect = v < 0.5

@@ -18,7 +18,8 @@ def _check(fn, *args):
     expected = fn(*args)
     got = _compile(fn)(*args)
     assert neuronsim.get_fallback_ops() == {}
-    for g, e in zip(torch.utils._pytree.tree_leaves(got), torch.utils._pytree.tree_leaves(expected)):
+    leaves = torch.utils._pytree.tree_leaves
+    for g, e in zip(leaves(got), leaves(expected)):
         assert g.shape == e.shape and g.dtype == e.dtype
         torch.testing.assert_close(g, e, **FP32)
     return got, expected
@@ -71,5 +72,6 @@ def test_histogram_of_nan_data_raises_after_the_run():
     compiled = _compile(lambda x: torch.histogram(x, 3))
     with pytest.raises(RuntimeError, match="torch.histogramdd: dimension 0's range"):
         torch.histogram(torch.tensor([1.0, float("nan")]), 3)
-    with pytest.raises(RuntimeError, match="^torch.histogramdd: dimension 0's range is not finite$"):
+    message = "^torch.histogramdd: dimension 0's range is not finite$"
+    with pytest.raises(RuntimeError, match=message):
         compiled(torch.tensor([1.0, float("nan")]))

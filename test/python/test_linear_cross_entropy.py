@@ -42,7 +42,8 @@ def test_chunked_loss_matches_eager(reduction, dtype, tol):
 
     def fn(x, w, b, class_weight, target):
         return F.linear_cross_entropy(
-            x, w, target, linear_bias=b, weight=class_weight, reduction=reduction, options=_options()
+            x, w, target, linear_bias=b, weight=class_weight, reduction=reduction,
+            options=_options(),
         )
 
     expected = fn(x, w, b, class_weight, target)
@@ -72,7 +73,8 @@ def test_chunked_gradients_match_eager(reduction):
 
     def fn(x, w, b, class_weight, target):
         loss = F.linear_cross_entropy(
-            x, w, target, linear_bias=b, weight=class_weight, reduction=reduction, options=_options()
+            x, w, target, linear_bias=b, weight=class_weight, reduction=reduction,
+            options=_options(),
         )
         return loss if reduction != "none" else (loss * torch.arange(loss.shape[0])).sum()
 

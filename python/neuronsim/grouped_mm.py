@@ -17,6 +17,8 @@ from typing import Any, Callable
 
 import torch
 
+from .linear_cross_entropy import LINEAR_CROSS_ENTROPY_LIBRARY_OPS
+
 aten = torch.ops.aten
 
 
@@ -96,6 +98,7 @@ GROUPED_MM_DECOMPOSITIONS = {aten._grouped_mm.default: grouped_mm}
 LIBRARY_OP_DECOMPOSITIONS: dict[str, Callable[..., Any]] = {
     "transformers::grouped_mm_fallback": grouped_mm_rows,
     "transformers::grouped_mm_fallback_backward": grouped_mm_rows_backward,
+    **LINEAR_CROSS_ENTROPY_LIBRARY_OPS,
 }
 
 

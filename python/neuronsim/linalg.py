@@ -32,7 +32,9 @@ MAX_SIZE = 128
 """The largest matrix dim the decompositions unroll. Compile time grows with it (first call,
 Dynamo and AOTAutograd included, 2 shared cores): inv of 64x64 about 5 s, 128x128 about 11 s,
 256x256 about 58 s (30 s of it the native compile); at 128x128 Cholesky 2.4 s, solve 9 s,
-QR 9 s, LDL 32 s (the heaviest: both pivot kinds per step)."""
+QR 9 s, LDL 32 s (both pivot kinds per step); Jacobi (linalg_jacobi.py, about log2(n) + 3
+sweeps of n - 1 steps) is the heaviest: svdvals 59 s, eigvalsh 107 s at 128x128 (25-30 s at
+64x64, on loaded cores)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -476,8 +478,9 @@ class _Capped:
         return self.fn(*args, **kwargs)
 
 
-# The QR and exponential modules use the helpers above.
+# The QR, exponential and Jacobi modules use the helpers above.
 from .linalg_exp import matrix_exp  # noqa: E402
+from .linalg_jacobi import VECTOR_OPS_PROBLEMS, linalg_eigh, linalg_pinv, linalg_svd  # noqa: E402
 from .linalg_ldl import linalg_ldl_factor_ex, linalg_ldl_solve  # noqa: E402
 from .linalg_qr import geqrf, householder_product, linalg_qr, ormqr  # noqa: E402
 
@@ -505,12 +508,17 @@ LINALG_DECOMPOSITIONS: dict[object, _Capped] = {
         (aten.linalg_matrix_exp.default, matrix_exp, (0, "self")),
         (aten.linalg_ldl_factor_ex.default, linalg_ldl_factor_ex, (0, "self")),
         (aten.linalg_ldl_solve.default, linalg_ldl_solve, (0, "LD")),
+        (aten._linalg_svd.default, linalg_svd, (0, "A")),
+        (aten._linalg_eigh.default, linalg_eigh, (0, "A")),
+        (aten.linalg_pinv.atol_rtol_tensor, linalg_pinv, (0, "self")),
     ]
 }
 
 
 def size_problem(node: torch.fx.Node) -> str:
     """Why a linear-algebra node was not decomposed ('' if that is not the reason)."""
+    if node.target in VECTOR_OPS_PROBLEMS:
+        return VECTOR_OPS_PROBLEMS[node.target]
     capped = LINALG_DECOMPOSITIONS.get(node.target)
     if capped is None:
         return ""

@@ -70,6 +70,29 @@ def test_fused_sdpa_grouped_query_heads_and_scale(dtype, tmp_path):
     assert "neuronsim.kernel.default" in _graph_targets(tmp_path)
 
 
+@pytest.mark.parametrize("scale, causal", [(-0.5, False), (0.0, False), (4.0, False),
+                                           (4.0, True)],
+                         ids=["negative", "zero", "large", "large-causal"])
+def test_fused_sdpa_any_scale_sign(scale, causal, tmp_path):
+    # the kernel shifts the exp by the row max of the scores times the scale's sign, so a
+    # negative or zero scale (uniform weights over the visible keys) and scores of large
+    # magnitude (scale 4: exp arguments in the hundreds before the shift) stay exact. (With
+    # is_causal and a scale <= 0, eager's own result is NaN: its math kernel scales q and k
+    # by sqrt(scale).)
+    torch.manual_seed(4)
+    q, k, v = (torch.randn(1, 2, 256, 32) for _ in range(3))
+
+    def attend(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
+
+    compiled = torch.compile(attend, backend="neuron", dynamic=False,
+                             options={"dump_dir": str(tmp_path)})
+    with torch.no_grad():
+        out = compiled(q, k, v)
+    torch.testing.assert_close(out, attend(q, k, v), **TOL[torch.float32])
+    assert "neuronsim.kernel.default" in _graph_targets(tmp_path)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 def test_fused_sdpa_trains_like_eager(dtype):
     torch.manual_seed(2)

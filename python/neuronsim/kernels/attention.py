@@ -257,8 +257,8 @@ def attention(q, k, v, *, transposed: bool, causal: bool = True, scale: float | 
         if last:
             out = nisa.tensor_tensor(row.acc[:, 0:d], row.acc[:, d:dv], op=nl.divide,
                                      dtype=v.dtype, engine=charge(vector, d))
-            for p0 in range(0, 128, 32):  # four transfers: the last one ends the kernel
-                nl.store(o[h, qi * 128 + p0:qi * 128 + p0 + 32, :], value=out[p0:p0 + 32, :])
+            for p0 in range(0, 128, 16):  # eight transfers: the last one ends the kernel
+                nl.store(o[h, qi * 128 + p0:qi * 128 + p0 + 16, :], value=out[p0:p0 + 16, :])
 
     def units():
         for h in range(heads):

@@ -1,7 +1,8 @@
 """Attention in compiled graphs as one fused kernel: before AOTAutograd, the backend replaces
 each `scaled_dot_product_attention` call of a Dynamo graph that the built-in attention kernel
-(neuronsim/kernels/attention.py) computes exactly - no attention mask other than the causal
-one, no dropout, query and key lengths equal and a multiple of 128 (up to 16384 in bf16,
+(neuronsim/kernels/attention.py) computes exactly - causal, or with a boolean or additive
+attention mask of the query's dtype broadcastable to the scores (op neuronsim::attention_masked),
+no dropout, query and key lengths equal and a multiple of 128 (up to 16384 in bf16,
 8192 in fp32 at head dim 128), head dim <= 128, one float dtype, query heads a multiple of
 the key/value heads (GQA) - by the op
 `neuronsim::attention`, whose kernel is spliced into the graph's program: the S x S scores
@@ -19,7 +20,7 @@ from typing import Any
 import torch
 
 from . import kernels
-from .kernels.attention import attention
+from .kernels.attention import attention, mask_lowest
 
 FUSED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 
@@ -30,16 +31,29 @@ def attention_kernel(q, k, v, causal: bool, scale: float):
     return attention(q, k, v, transposed=False, causal=causal, scale=scale)
 
 
+@kernels.jit(name="attention_masked")
+def attention_masked_kernel(q, k, v, mask, scale: float):
+    """q [heads, seq, d], k and v [kv_heads, seq, d], mask [masks, seq, seq] (additive,
+    finite, heads a multiple of masks) -> [heads, seq, d]."""
+    return attention(q, k, v, transposed=False, causal=False, scale=scale, mask=mask)
+
+
 def _setup_context(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
     q, k, v, causal, scale = inputs
     ctx.save_for_backward(q, k, v, output)
     ctx.causal, ctx.scale = causal, scale
 
 
+def _setup_masked_context(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
+    q, k, v, mask, scale = inputs
+    ctx.save_for_backward(q, k, v, output, mask)
+    ctx.causal, ctx.scale = False, scale
+
+
 def _backward(ctx: Any, grad: torch.Tensor) -> tuple:
     """The attention backward from recomputed probabilities, in fp32 (PyTorch ops, which
     AOTAutograd traces into the backward graph)."""
-    q, k, v, out = ctx.saved_tensors
+    q, k, v, out, *mask = ctx.saved_tensors
     heads, seq, d = q.shape
     kv_heads = k.shape[0]
     group = heads // kv_heads
@@ -50,7 +64,12 @@ def _backward(ctx: Any, grad: torch.Tensor) -> tuple:
     if ctx.causal:
         hidden = torch.ones(seq, seq, dtype=torch.bool, device=q.device).triu(1)
         scores = scores.masked_fill(hidden, float("-inf"))
-    p = torch.softmax(scores, dim=-1)
+    if mask:  # the kernel's mask (see _additive_mask), as the forward applies it
+        scores = scores + mask[0].float().repeat_interleave(heads // mask[0].shape[0], 0)
+        seen = scores.amax(-1, keepdim=True) > 0.75 * mask_lowest(q.dtype)
+        p = torch.softmax(scores, dim=-1) * seen  # rows with every key masked: 0
+    else:
+        p = torch.softmax(scores, dim=-1)
     dv = p.transpose(1, 2) @ gf
     dp = gf @ vf.transpose(1, 2)
     ds = p * (dp - (gf * of).sum(-1, keepdim=True))
@@ -59,7 +78,7 @@ def _backward(ctx: Any, grad: torch.Tensor) -> tuple:
     if group > 1:
         dk = dk.view(kv_heads, group, seq, d).sum(1)
         dv = dv.view(kv_heads, group, seq, d).sum(1)
-    return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), None, None
+    return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), None, None  # (the mask: none)
 
 
 def attention_flops(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
@@ -77,13 +96,52 @@ attention_op = kernels.torch_op("neuronsim::attention", attention_kernel,
                                 flops=attention_flops)
 
 
+def attention_masked_flops(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                           mask: torch.Tensor, scale: float) -> int:
+    """Useful FLOPs of the masked attention: all of Q K^T and P V."""
+    heads, seq, d = q.shape
+    return 4 * heads * seq * seq * d
+
+
+attention_masked_op = kernels.torch_op("neuronsim::attention_masked",
+                                       attention_masked_kernel, backward=_backward,
+                                       setup_context=_setup_masked_context,
+                                       flops=attention_masked_flops)
+
+
+def _additive_mask(mask: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """The mask as the kernel takes it: [masks, seq, seq] in q's dtype, additive and finite:
+    a boolean mask's False and -inf become mask_lowest (about the dtype's lowest number),
+    other values are kept above half of it, so a row of -inf gives 0 as in eager and a row
+    of finite values its softmax. One mask for all heads when
+    it varies over neither batch nor heads, else one per batch element (the kernel reads it
+    for each of the element's heads) or one per batch element and head."""
+    *lead, heads, seq, _ = q.shape
+    lowest = mask_lowest(q.dtype)
+    if mask.dtype == torch.bool:
+        mask = torch.where(mask, 0.0, lowest).to(q.dtype)
+    else:
+        mask = torch.where(mask == float("-inf"), lowest, mask.clamp_min(lowest / 2))
+    mask = mask.reshape((1,) * (q.dim() - mask.dim()) + tuple(mask.shape))
+    if all(n == 1 for n in mask.shape[:-2]):
+        return mask.reshape(1, seq, seq).contiguous()
+    per_head = mask.shape[-3] != 1
+    return mask.broadcast_to((*lead, heads if per_head else 1, seq, seq)).reshape(
+        -1, seq, seq).contiguous()
+
+
 def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
-                    scale: float) -> torch.Tensor:
+                    scale: float, mask: torch.Tensor | None = None) -> torch.Tensor:
     """q [..., heads, seq, d], k and v [..., kv_heads, seq, d] through neuronsim::attention
-    (query head h of a batch element reads its kv head h // (heads / kv_heads))."""
+    (query head h of a batch element reads its kv head h // (heads / kv_heads)); with an
+    attention mask (boolean: True where a key is visible, or additive; broadcastable to
+    [..., heads, seq, seq]) through neuronsim::attention_masked."""
     *lead, heads, seq, d = q.shape
-    out = attention_op(q.reshape(-1, seq, d), k.reshape(-1, seq, d), v.reshape(-1, seq, d),
-                       causal, scale)
+    qs, ks, vs = q.reshape(-1, seq, d), k.reshape(-1, seq, d), v.reshape(-1, seq, d)
+    if mask is None:
+        out = attention_op(qs, ks, vs, causal, scale)
+    else:
+        out = attention_masked_op(qs, ks, vs, _additive_mask(mask, q), scale)
     return out.reshape(*lead, heads, seq, d)
 
 
@@ -123,7 +181,7 @@ def fusable_sdpa(node: torch.fx.Node) -> tuple[Any, ...] | None:
         return None
     bound.apply_defaults()
     a = bound.arguments
-    if a["attn_mask"] is not None or not isinstance(a["is_causal"], bool):
+    if not isinstance(a["is_causal"], bool):
         return None
     if not isinstance(a["dropout_p"], (int, float)) or a["dropout_p"] != 0:
         return None
@@ -144,7 +202,30 @@ def fusable_sdpa(node: torch.fx.Node) -> tuple[Any, ...] | None:
         return None
     if scale is None:
         scale = 1.0 / math.sqrt(d)
-    return a["query"], a["key"], a["value"], a["is_causal"], float(scale)
+    found = (a["query"], a["key"], a["value"], a["is_causal"], float(scale))
+    if a["attn_mask"] is None:
+        return found
+    mask = _value(a["attn_mask"])
+    if a["is_causal"] or not _mask_fits(mask, q):
+        return None
+    return found + (a["attn_mask"],)
+
+
+def _mask_fits(mask: torch.Tensor | None, q: torch.Tensor) -> bool:
+    """A mask the kernel takes: boolean or of q's dtype, broadcastable to q's scores
+    [..., heads, seq, seq] without broadcasting its last two dims."""
+    if mask is None or mask.dim() < 2 or mask.dim() > q.dim() or (
+            mask.dtype != torch.bool and mask.dtype != q.dtype):
+        return False
+    seq = q.shape[-2]
+    if tuple(mask.shape[-2:]) != (seq, seq):
+        return False
+    scores = (*q.shape[:-2], seq, seq)
+    try:
+        torch.broadcast_shapes(tuple(mask.shape), scores)
+    except RuntimeError:
+        return False
+    return True
 
 
 def _is(node: Any, op: str, *targets: Any) -> bool:

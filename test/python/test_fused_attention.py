@@ -70,6 +70,29 @@ def test_fused_sdpa_grouped_query_heads_and_scale(dtype, tmp_path):
     assert "neuronsim.kernel.default" in _graph_targets(tmp_path)
 
 
+@pytest.mark.parametrize("scale, causal", [(-0.5, False), (0.0, False), (4.0, False),
+                                           (4.0, True)],
+                         ids=["negative", "zero", "large", "large-causal"])
+def test_fused_sdpa_any_scale_sign(scale, causal, tmp_path):
+    # the kernel shifts the exp by the row max of the scores times the scale's sign, so a
+    # negative or zero scale (uniform weights over the visible keys) and scores of large
+    # magnitude (scale 4: exp arguments in the hundreds before the shift) stay exact. (With
+    # is_causal and a scale <= 0, eager's own result is NaN: its math kernel scales q and k
+    # by sqrt(scale).)
+    torch.manual_seed(4)
+    q, k, v = (torch.randn(1, 2, 256, 32) for _ in range(3))
+
+    def attend(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
+
+    compiled = torch.compile(attend, backend="neuron", dynamic=False,
+                             options={"dump_dir": str(tmp_path)})
+    with torch.no_grad():
+        out = compiled(q, k, v)
+    torch.testing.assert_close(out, attend(q, k, v), **TOL[torch.float32])
+    assert "neuronsim.kernel.default" in _graph_targets(tmp_path)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 def test_fused_sdpa_trains_like_eager(dtype):
     torch.manual_seed(2)
@@ -110,7 +133,9 @@ def test_only_exact_cases_are_fused():
     cases = {
         "causal": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), 1),
         "mask": (lambda q, k, v: F.scaled_dot_product_attention(
-            q, k, v, attn_mask=torch.ones(256, 256, dtype=torch.bool)), 0),
+            q, k, v, attn_mask=torch.ones(256, 256, dtype=torch.bool)), 1),
+        "mask broadcast over keys": (lambda q, k, v: F.scaled_dot_product_attention(
+            q, k, v, attn_mask=torch.ones(256, 1, dtype=torch.bool)), 0),
         "dropout": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, dropout_p=0.1), 0),
         "gqa without enable_gqa": (lambda q, k, v: F.scaled_dot_product_attention(
             q, k[:, :1], v[:, :1]), 0),
@@ -123,6 +148,89 @@ def test_only_exact_cases_are_fused():
     assert fuse_attention(graph(cases["causal"][0], *wide)) == 0
     long = [torch.randn(1, 1, 16384, 64) for _ in range(3)]  # fp32 Q^T, K^T, V over SBUF
     assert fuse_attention(graph(cases["causal"][0], *long)) == 0
+
+
+def _mask(kind, dtype, batch, heads, seq):
+    """Attention masks eager takes, with rows whose keys are all masked out (-inf or False:
+    eager gives 0) and a row of the dtype's lowest number (finite: eager gives its mean)."""
+    if kind == "bool":  # one for all heads and batch elements
+        m = torch.rand(seq, seq) > 0.3
+        m[5] = False
+    elif kind == "bool per batch":  # [batch, 1, seq, seq]
+        m = torch.rand(batch, 1, seq, seq) > 0.5
+        m[1, 0, 7] = False
+    elif kind == "additive per batch":
+        m = torch.randn(batch, 1, seq, seq, dtype=dtype)
+        m[0, 0, 3, ::2] = float("-inf")
+        m[1, 0, 9] = float("-inf")
+        m[0, 0, 11] = torch.finfo(dtype).min
+    else:  # additive, one per head
+        m = torch.randn(1, heads, seq, seq, dtype=dtype) * 3
+    return m
+
+
+@pytest.mark.parametrize("kind", ["bool", "bool per batch", "additive per batch",
+                                  "additive per head"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16],
+                         ids=["fp32", "bf16", "fp16"])
+def test_fused_sdpa_with_attention_mask(kind, dtype, tmp_path):
+    torch.manual_seed(5)
+    q, k, v = (torch.randn(2, 3, 256, 64, dtype=dtype) for _ in range(3))
+    mask = _mask(kind, dtype, 2, 3, 256)
+
+    def attend(q, k, v, mask):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=0.2)
+
+    compiled = torch.compile(attend, backend="neuron", dynamic=False,
+                             options={"dump_dir": str(tmp_path)})
+    with torch.no_grad():
+        out = compiled(q, k, v, mask)
+    expected = attend(q.float(), k.float(), v.float(),
+                      mask if mask.dtype == torch.bool else mask.float())
+    assert out.dtype == dtype
+    torch.testing.assert_close(out.float(), expected, **TOL[dtype])
+    targets = _graph_targets(tmp_path)
+    assert targets.count("neuronsim.kernel.default") == 1
+    assert not any("bmm" in t or "softmax" in t for t in targets)
+    assert neuronsim.last_run_stats()["flops"] == 2 * 2 * 6 * 256 * 256 * 64
+
+
+@pytest.mark.parametrize("kind", ["bool per batch", "additive per batch"])
+def test_fused_sdpa_with_attention_mask_trains_like_eager(kind):
+    torch.manual_seed(6)
+    q, k, v = (torch.randn(2, 2, 128, 32, requires_grad=True) for _ in range(3))
+    mask = _mask(kind, torch.float32, 2, 2, 128)
+    if kind == "additive per batch":  # (eager's own backward of a row of the lowest
+        mask[0, 0, 11] = 0.0  # finite number is off: its exp(S - logsumexp) is 1, not 1/n)
+
+    def loss(q, k, v, mask):
+        return (F.scaled_dot_product_attention(q, k, v, attn_mask=mask) ** 2).sum()
+
+    def grads(fn):
+        for t in (q, k, v):
+            t.grad = None
+        value = fn(q, k, v, mask)
+        value.backward()
+        return value.detach(), [t.grad.clone() for t in (q, k, v)]
+
+    expected_loss, expected = grads(loss)
+    got_loss, got = grads(torch.compile(loss, backend="neuron", dynamic=False))
+    torch.testing.assert_close(got_loss, expected_loss, rtol=1e-4, atol=0)
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g, e, **TOL[torch.float32])
+
+
+def test_attention_kernel_rejects_bad_masks():
+    from neuronsim.attention import attention_masked_kernel
+    from neuronsim.kernels.ir import KernelError
+
+    q, k, v = (torch.randn(2, 128, 32) for _ in range(3))
+    with pytest.raises(KernelError, match=r"an attention mask is \[masks, 128, 128\] in v's "
+                       r"dtype with heads a multiple of masks and causal=False, got "
+                       r"\[3, 128, 128\] torch.float32"):
+        attention_masked_kernel(q, k, v, torch.zeros(3, 128, 128), 1.0)
+    with pytest.raises(KernelError, match=r"got \[1, 128, 128\] torch.bfloat16"):
+        attention_masked_kernel(q, k, v, torch.zeros(1, 128, 128, dtype=torch.bfloat16), 1.0)
 
 
 def _explicit_causal(q, k, v):  # GPT-2's eager attention, written out

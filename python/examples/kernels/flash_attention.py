@@ -5,26 +5,25 @@ transposed, as NKI's flash_fwd does).
 Inputs per batch-head: q_t [d, S] and k_t [d, S] (head dim on the partitions: the Tensor
 engine's layout for Q K^T), v [S, d]; output o [S, d] = softmax(Q K^T / sqrt(d), causal) V.
 
-Q^T is scaled by -1/sqrt(d) as it is loaded (GpSimd), so the scores come out as
--scale * Q K^T and their row min is the exp's bias (-max) directly. For every block of 128
+Q^T is used as loaded: the softmax scale is applied by the exp. For every block of 128
 queries, the keys up to the diagonal are visited in units of up to `key_tile` keys (blocks
 above the diagonal are skipped):
-- the unit's scores stay in PSUM (a tile over several banks, one matmul of up to 512 keys
-  per bank); the Vector engine reads them straight from there for the row min (the two
-  halves in one instruction: their elementwise min, in bf16, which GpSimd reduces);
-- the Scalar engine computes P = exp(m - S) from PSUM (S the negated scaled scores, m
-  their row min), m as the per-partition bias tile of the activation;
+- the unit's scores S stay in PSUM (a tile over several banks, one matmul of up to 512 keys
+  per bank); the Vector engine reads them straight from there for the row max (the two
+  halves in one instruction: their elementwise max, in bf16, which GpSimd reduces);
+- the Scalar engine computes P = exp(scale * S - scale * m) from PSUM (m the row max),
+  -scale * m as the per-partition bias tile of the activation;
 - P is transposed on the Tensor engine into the PSUM banks its scores came from, copied to
   SBUF 256 columns at a time (by the Vector or the Scalar engine, whichever has less work:
   the P V matmuls start after the first copy), and P V accumulates
   in PSUM. V carries a column of ones, so the same matmuls also sum the rows of P (the
   softmax denominator), and the output is one division of the accumulator by that column;
 - from a row's second unit on, the running max may grow: the accumulator is rescaled in
-  PSUM by exp(old min - new min), once per unit;
+  PSUM by exp(scale * (old max - new max)), once per unit, before the copies of P^T;
 - the diagonal block gets the causal mask added on the Tensor engine (its transpose,
   made once by affine_select on GpSimd, transposed into the scores' PSUM accumulation),
-  so masked scores are the largest finite bf16 number and their exp is 0;
-- the units run as a software pipeline of four stages (scores and min; exp; transposes
+  so masked scores are the lowest finite number of the dtype and their exp is 0;
+- the units run as a software pipeline of four stages (scores and max; exp; transposes
   and copies; P V): every engine's instruction stream interleaves four units; PSUM is
   allocated once (three score tiles used in turn, the accumulators of two rows), and the
   loads (128 positions of Q, K and V at a time, split over DMA queues) run two query

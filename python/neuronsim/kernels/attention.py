@@ -12,7 +12,8 @@ import torch
 
 from . import isa as nisa
 from . import language as nl
-from .tracer import error
+from .tracer import error, tracer
+from .values import TileView
 
 
 
@@ -42,25 +43,48 @@ def _load_rows(dst, src, parts: int = 4) -> None:
         dst[p0:p0 + step, :] = nl.load(src[p0:p0 + step])
 
 
-def _row_min(s, width: int):
-    """The min of each row of the scores s [128, width] (PSUM) as a [128, 1] fp32 tile. The
-    Vector engine reads the two halves in one instruction (their elementwise min, written in
-    bf16), GpSimd reduces that (a bf16 reduce costs half). The min is only the softmax's
-    shift: its bf16 rounding changes nothing but the scale of P and of its row sums, which
-    cancels."""
+def _row_max(s, width: int, exact: bool):
+    """The max of each row of the scores s [128, width] (PSUM) as a [128, 1] fp32 tile. The
+    Vector engine reads the two halves in one instruction (their elementwise max), GpSimd
+    reduces that. The max is only the softmax's shift: written in bf16 (a bf16 max reduce
+    costs half) its rounding changes nothing but the scale of P and of its row sums, which
+    cancels, as long as exp(scores - max) stays in range: `exact` keeps it in fp32 where
+    scores may be far from 0 (masks: a row of masked keys has max about the dtype's lowest;
+    fp16: P overflows at 65504)."""
     h = width // 2
-    both = nisa.tensor_tensor(s[:, 0:h], s[:, h:width], op=nl.minimum, dtype=nl.bfloat16,
+    dtype = nl.float32 if exact else nl.bfloat16
+    both = nisa.tensor_tensor(s[:, 0:h], s[:, h:width], op=nl.maximum, dtype=dtype,
                               engine=nisa.engine.vector)
-    return nisa.tensor_reduce(nl.minimum, both, axis=1, dtype=nl.float32,
+    return nisa.tensor_reduce(nl.max, both, axis=1, dtype=nl.float32,
                               engine=nisa.engine.gpsimd)
 
 
+def softmax_factors(scale: float) -> tuple[float, float]:
+    """(q_factor, e_scale) without a mask: softmax(scale * Q K^T) is computed as
+    softmax(e_scale * S) with S = (q_factor * Q) K^T and e_scale > 0 (the exp's scale), so
+    the shift is always the row max of S; Q is scaled on chip only for a scale <= 0 (or
+    NaN). With a mask M: S = (scale * Q) K^T + M and e_scale = 1."""
+    q_factor = 1.0 if scale > 0 else -1.0 if scale < 0 else 0.0 if scale == 0 else scale
+    e_scale = scale if scale > 0 else -scale if scale < 0 else 1.0
+    return q_factor, e_scale
+
+
+def mask_lowest(dtype: torch.dtype) -> float:
+    """The number that stands for -inf in an attention mask of `dtype`: the dtype's lowest,
+    or bf16's if that is higher (the row max passes through bf16)."""
+    return max(float(torch.finfo(dtype).min), float(torch.finfo(torch.bfloat16).min))
+
+
 def attention(q, k, v, *, transposed: bool, causal: bool = True, scale: float | None = None,
-              key_tile: int = 1024):
+              key_tile: int = 1024, mask=None):
     """The attention of q, k, v in a kernel being traced (call it from a @kernels.jit
     function); returns the output [heads, seq, d] in HBM. q is [heads, d, seq] (transposed)
     or [heads, seq, d]; k likewise with kv_heads (heads a multiple of kv_heads: query head h
-    reads kv head h // (heads / kv_heads)); v is [kv_heads, seq, d]."""
+    reads kv head h // (heads / kv_heads)); v is [kv_heads, seq, d]. mask: None or an
+    additive mask [masks, seq (queries), seq (keys)] in v's dtype (heads a multiple of
+    masks: head h adds mask h // (heads / masks)), with causal=False, finite:
+    mask_lowest stands for -inf (a query whose keys all have it gets 0), other values are
+    at least half of it."""
     if transposed:
         heads, d, seq = q.shape
         kv_heads = k.shape[0]
@@ -80,8 +104,17 @@ def attention(q, k, v, *, transposed: bool, causal: bool = True, scale: float | 
                           f"got d = {d}, seq = {seq}")
     if key_tile % 128 or not 128 <= key_tile <= 1024:
         raise error(f"key_tile is a multiple of 128 in [128, 1024], got {key_tile}")
+    if mask is not None and (causal or len(mask.shape) != 3 or heads % mask.shape[0]
+                             or tuple(mask.shape[1:]) != (seq, seq) or mask.dtype != v.dtype):
+        raise error(f"an attention mask is [masks, {seq}, {seq}] in v's dtype with heads a "
+                    f"multiple of masks and causal=False, got {list(mask.shape)} "
+                    f"{mask.dtype}, causal={causal}")
     group = heads // kv_heads
+    lowest = mask_lowest(v.dtype)
+    exact = mask is not None or v.dtype == torch.float16  # (see _row_max)
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    # with a mask, Q is scaled on chip so that the mask is added as it is
+    q_factor, e_scale = softmax_factors(scale) if mask is None else (scale, 1.0)
     blocks, dv = seq // 128, d + 1  # V blocks carry a column of ones: dv columns each
     o = nl.ndarray((heads, seq, d), dtype=v.dtype, buffer=nl.shared_hbm)
     gpsimd, scalar, vector = nisa.engine.gpsimd, nisa.engine.scalar, nisa.engine.vector
@@ -90,11 +123,16 @@ def attention(q, k, v, *, transposed: bool, causal: bool = True, scale: float | 
     # transpose is added to the scores on the Tensor engine.
     mask_t = None
     if causal:
-        # (the largest finite number of the dtype: an infinity times the identity's zeros
+        # (the lowest finite number of the dtype: an infinity times the identity's zeros
         # would make NaNs on the Tensor engine)
-        masked = float(torch.finfo(v.dtype).max)
+        masked = -float(torch.finfo(v.dtype).max)
         mask_t = nisa.affine_select(i_f - i_p >= 0, nl.zeros((128, 128), dtype=v.dtype),
                                     masked, engine=gpsimd)
+
+    def identity():
+        """The identity [128, 128] in v's dtype (the constant nc_transpose multiplies by)."""
+        return TileView.whole(tracer().constant_tile(
+            ("identity", 128, v.dtype), torch.eye(128, dtype=v.dtype), None))
 
     # The kernel's estimate of the Vector and Scalar engines' work so far (ns, the cost
     # model's formulas): each P^T copy goes to the one that is less loaded.
@@ -108,7 +146,7 @@ def attention(q, k, v, *, transposed: bool, causal: bool = True, scale: float | 
     def lighter(columns):
         return charge(min(load, key=lambda e: load[e] + (columns + 60) / ghz[e]), columns)
 
-    # Q^T (scaled) of each head, K^T and V with ones of each kv head, loaded 128 positions
+    # Q^T of each head, K^T and V with ones of each kv head, loaded 128 positions
     # at a time: chunk (h, b) two query blocks before the first query block that needs it.
     q_tiles, kv_tiles = {}, {}
 
@@ -120,7 +158,10 @@ def attention(q, k, v, *, transposed: bool, causal: bool = True, scale: float | 
         _load_rows(rows, src)
         t = psum_t[:, slot * 128:(slot + 1) * 128]
         t[...] = nisa.nc_transpose(rows)
-        if lighter(128) == vector:
+        engine = lighter(128)
+        if factor == 1.0:
+            dst[...] = nisa.tensor_copy(t, dtype=v.dtype, engine=engine)
+        elif engine == vector:
             dst[...] = nisa.tensor_scalar(t, nl.multiply, factor, dtype=v.dtype,
                                           engine=vector)
         else:
@@ -132,14 +173,16 @@ def attention(q, k, v, *, transposed: bool, causal: bool = True, scale: float | 
         if b == 0:
             q_tiles[h] = nl.ndarray((d, seq), dtype=v.dtype, buffer=nl.sbuf)
         q_all = q_tiles[h]
-        # -scale * Q^T: the scores come out as -scale * Q K^T, whose row min is the exp's
-        # bias -max directly
-        if transposed:
+        # q_factor * Q^T: Q as it is for a positive scale (no engine work between the load
+        # and the first matmul)
+        if transposed and q_factor == 1.0:
+            _load_rows(q_all[:, cols], q[h, :, cols])
+        elif transposed:
             q_raw = nl.ndarray((d, 128), dtype=q.dtype, buffer=nl.sbuf)
             _load_rows(q_raw, q[h, :, cols])
-            q_all[:, cols] = nisa.tensor_scalar(q_raw, nl.multiply, -scale, engine=gpsimd)
+            q_all[:, cols] = nisa.tensor_scalar(q_raw, nl.multiply, q_factor, engine=gpsimd)
         else:
-            transposed_rows(q_all[:, cols], q[h, cols, :], -scale, 0)
+            transposed_rows(q_all[:, cols], q[h, cols, :], q_factor, 0)
         if h % group:
             return  # K^T and V of the kv head are loaded with its first query head
         if b == 0:
@@ -176,11 +219,12 @@ def attention(q, k, v, *, transposed: bool, causal: bool = True, scale: float | 
     counters = {"units": 0, "rows": 0}
 
     class Row:
-        """The state of a block of 128 queries across its key tiles: the running -max and
-        the accumulator [128, dv] in PSUM (P V and, in the last column, the row sums)."""
+        """The state of a block of 128 queries across its key tiles: the running max of the
+        scores, -e_scale times it (the exp's bias) and the accumulator [128, dv] in PSUM (P V
+        and, in the last column, the row sums)."""
 
         def __init__(self):
-            self.neg = None
+            self.mx = self.neg = None
             slot = counters["rows"] % 2
             counters["rows"] += 1
             self.acc = accs[:, slot * dv:(slot + 1) * dv]
@@ -200,14 +244,20 @@ def attention(q, k, v, *, transposed: bool, causal: bool = True, scale: float | 
         for c0 in range(0, width, 512):
             w = min(512, width - c0)
             s[:, c0:c0 + w] = nisa.nc_matmul(q, k_all[:, k0 + c0:k0 + c0 + w])
+            if mask is not None:  # + the mask's block (loaded as rows), on the Tensor engine
+                m = nl.ndarray((128, w), dtype=v.dtype, buffer=nl.sbuf)
+                _load_rows(m, mask[h // (heads // mask.shape[0]), qi * 128:(qi + 1) * 128,
+                                   k0 + c0:k0 + c0 + w])
+                s[:, c0:c0 + w] += nisa.nc_matmul(identity(), m)
         if last and causal:  # the diagonal block: add its mask
             s[:, width - 128:width] += nisa.nc_transpose(mask_t)
-        neg = _row_min(s, width)  # -max of the scaled scores
+        mx = _row_max(s, width, exact)
         charge(vector, width // 2)
         neg_old = row.neg
         if not first:
-            neg = nisa.tensor_tensor(neg, neg_old, op=nl.minimum, engine=gpsimd)
-        row.neg = neg
+            mx = nisa.tensor_tensor(mx, row.mx, op=nl.maximum, engine=gpsimd)
+        neg = nisa.tensor_scalar(mx, nl.multiply, -e_scale, engine=gpsimd)  # the exp's bias
+        row.mx, row.neg = mx, neg
         yield
         if not first:
             alpha = nisa.activation(op=nl.exp, data=neg_old, bias=neg, scale=-1.0)
@@ -216,22 +266,24 @@ def attention(q, k, v, *, transposed: bool, causal: bool = True, scale: float | 
         for c0 in range(0, width, 512):
             w = min(512, width - c0)
             p[:, c0:c0 + w] = nisa.activation(op=nl.exp, data=s[:, c0:c0 + w], bias=neg,
-                                              scale=-1.0, dtype=v.dtype)
+                                              scale=e_scale, dtype=v.dtype)
             charge(scalar, w)
         yield
         p_t = nl.ndarray((128, width), dtype=v.dtype, buffer=nl.sbuf)
         for c in range(0, width, 128):  # P^T into the banks of the scores
             s[:, c:c + 128] = nisa.nc_transpose(p[:, c:c + 128])
+        # rescale the accumulator to the new max before the copies: the previous unit's
+        # P V is done by then, and this unit's P V need not wait for it after the copies
+        if first:
+            pass
+        elif lighter(dv) == vector:
+            row.acc[...] = nisa.tensor_tensor(row.acc, alpha, op=nl.multiply, engine=vector)
+        else:
+            row.acc[...] = nisa.activation(op=nl.identity, data=row.acc, scale=alpha)
         for c0 in range(0, width, 256):  # copies of 256 columns: the P V matmuls start
             w = min(256, width - c0)  # after the first, not after all
             p_t[:, c0:c0 + w] = nisa.tensor_copy(s[:, c0:c0 + w], dtype=v.dtype,
                                                  engine=lighter(w))
-        if first:
-            pass
-        elif lighter(dv) == vector:  # rescale the accumulator to the new max
-            row.acc[...] = nisa.tensor_tensor(row.acc, alpha, op=nl.multiply, engine=vector)
-        else:
-            row.acc[...] = nisa.activation(op=nl.identity, data=row.acc, scale=alpha)
         yield
         for c in range(width // 128):
             kb = k0 // 128 + c
@@ -240,11 +292,19 @@ def attention(q, k, v, *, transposed: bool, causal: bool = True, scale: float | 
                 row.acc[...] = pv  # the row's first: overwrites what the slot held
             else:
                 row.acc += pv
-        if last:
+        if last and mask is None:
             out = nisa.tensor_tensor(row.acc[:, 0:d], row.acc[:, d:dv], op=nl.divide,
                                      dtype=v.dtype, engine=charge(vector, d))
-            for p0 in range(0, 128, 32):  # four transfers: the last one ends the kernel
-                nl.store(o[h, qi * 128 + p0:qi * 128 + p0 + 32, :], value=out[p0:p0 + 32, :])
+        elif last:
+            # a query whose keys are all masked out (its max is the mask's -inf:
+            # mask_lowest) gets 0, as eager's -inf rows
+            seen = nisa.tensor_scalar(row.mx, nl.greater, 0.75 * lowest, engine=gpsimd)
+            r = nisa.tensor_tensor(seen, row.acc[:, d:dv], op=nl.divide, engine=vector)
+            out = nisa.tensor_tensor(row.acc[:, 0:d], r, op=nl.multiply, dtype=v.dtype,
+                                     engine=charge(vector, d))
+        if last:
+            for p0 in range(0, 128, 16):  # eight transfers: the last one ends the kernel
+                nl.store(o[h, qi * 128 + p0:qi * 128 + p0 + 16, :], value=out[p0:p0 + 16, :])
 
     def units():
         for h in range(heads):

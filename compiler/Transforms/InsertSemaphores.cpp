@@ -307,6 +307,19 @@ bool SemaphoreInserter::mayOverlap(const Access &x, const Access &a, int level, 
         found = j;
         break;
       }
+    if (found < 0 && t.level < (int64_t)same) {
+      // Same iteration, another coefficient of the same iv (mod the same modulus): one
+      // axis of the difference (a slot rotating against its pair: c * (iv mod 2) and
+      // c - c * (iv mod 2) never meet).
+      for (size_t j = 0; j < a.terms.size() && found < 0; ++j)
+        if (!matched[j] && a.terms[j].level == t.level && a.terms[j].modulus == t.modulus)
+          found = j;
+      if (found >= 0) {
+        matched[found] = true;
+        axes.push_back({t.coef - a.terms[found].coef, 0, range(t, x.trips[t.level])});
+        continue;
+      }
+    }
     if (found >= 0)
       matched[found] = true;
     if (found >= 0 && t.level < (int64_t)same)

@@ -107,3 +107,27 @@ func.func @inner_rotation() {
   }
   return
 }
+
+// -----
+
+// A software pipeline over two slots: iteration iv0 reads slot iv0 mod 2 and loads the
+// next iteration's data into the other slot, 256 - 256 * (iv0 mod 2). The two offsets
+// are terms of the same iv and modulus, never equal in one iteration: the load waits
+// for the read of the previous iteration (instance iv0 of the Vector queue), not for
+// this iteration's (iv0 + 1), so it runs a whole iteration ahead. The read waits for
+// the load of the previous iteration (instance iv0 of queue 4) and the prologue.
+// CHECK-LABEL: func @two_slots
+// CHECK: nisa.tensor_scalar mul on 1 {{.*}} wait [4, 0, 5, 1] {wait_terms = array<i64: 0, 0, 1, 0>}
+// CHECK: nisa.dma_copy on 4 {{.*}} wait [1, 0, 5, 1] {wait_terms = array<i64: 0, 0, 1, 0>}
+// CHECK: nisa.tensor_scalar mul on 1 {{.*}} wait [4, 7]{{$}}
+func.func @two_slots() {
+  nisa.buffer 0 input 0 : tensor<8x64xf32>
+  nisa.buffer 1 output 0 : tensor<8x64xf32>
+  nisa.dma_copy on 5 <sbuf[0] + 0, [[1, 1], [1, 64]], f32>, <hbm[0] + 0, [[64, 1], [1, 64]], f32>
+  nisa.loop iv0 to 7 {
+    nisa.tensor_scalar mul on 1 <sbuf[0] + 1024, [[1, 1], [1, 64]], f32>, <sbuf[0] + 0 + 256*(iv0 mod 2), [[1, 1], [1, 64]], f32>, 2.0
+    nisa.dma_copy on 4 <sbuf[0] + 256 + -256*(iv0 mod 2), [[1, 1], [1, 64]], f32>, <hbm[0] + 64 + 64*iv0, [[64, 1], [1, 64]], f32>
+  }
+  nisa.tensor_scalar mul on 1 <sbuf[0] + 1024, [[1, 1], [1, 64]], f32>, <sbuf[0] + 256, [[1, 1], [1, 64]], f32>, 2.0
+  return
+}

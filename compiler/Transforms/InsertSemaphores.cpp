@@ -15,7 +15,6 @@
 
 #include <array>
 #include <map>
-#include <set>
 #include <numeric>
 #include <tuple>
 
@@ -306,7 +305,12 @@ bool SemaphoreInserter::mayOverlap(const Access &x, const Access &a, int level, 
   // enumerated when the loop is short enough (empty otherwise: handled term by term).
   SmallVector<int64_t, 8> laterShifts;
   bool laterEnumerated = false;
-  if (later >= 0 && x.trips[later] <= kMaxDistance) {
+  auto rotatesIn = [&](const Access &acc) {
+    return llvm::any_of(acc.terms, [&](const LoopTerm &t) {
+      return t.level == later && t.modulus > 0 && t.modulus < x.trips[later];
+    });
+  };
+  if (later >= 0 && x.trips[later] <= kMaxDistance && (rotatesIn(x) || rotatesIn(a))) {
     SmallVector<LoopTerm, 2> xs, as;
     for (const LoopTerm &t : x.terms)
       if (t.level == later)
@@ -324,17 +328,17 @@ bool SemaphoreInserter::mayOverlap(const Access &x, const Access &a, int level, 
     if (!paired)
       return true; // a term moves with that loop in one of them only: not ordered by it
     int64_t n = x.trips[later];
-    std::set<int64_t> seen;
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = i + gap + 1; j < n; ++j) {
         int64_t sh = 0;
         for (const LoopTerm &t : xs)
           sh += t.modulus > 0 ? t.coef * (i % t.modulus - j % t.modulus) : t.coef * (i - j);
-        seen.insert(sh);
+        laterShifts.push_back(sh);
       }
-    if (seen.empty())
+    if (laterShifts.empty())
       return false; // no later iteration
-    laterShifts.assign(seen.begin(), seen.end());
+    llvm::sort(laterShifts);
+    laterShifts.erase(std::unique(laterShifts.begin(), laterShifts.end()), laterShifts.end());
     laterEnumerated = true;
     for (size_t j = 0; j < a.terms.size(); ++j)
       if (a.terms[j].level == later)

@@ -187,7 +187,10 @@ static LogicalResult lowerMatmulLoops(TileEmitter &e, ntorch::MatmulOp op) {
         });
       };
       int64_t full = N / tileN, rest = N % tileN, slot = kTiles * tileN;
-      if (full + (rest ? 1 : 0) < 2 || 2 * slot * rhsBytes > kResidentStationaryBytes) {
+      // The pipeline's iterations depend on each other: on a logical core of several
+      // physical cores the panels stay a parallel loop that neuron-split-cores halves.
+      if (full + (rest ? 1 : 0) < 2 || 2 * slot * rhsBytes > kResidentStationaryBytes ||
+          e.target.physicalCores > 1) {
         e.tiled(loc, N, tileN, [&](const Offset &nt, int64_t nn) {
           computePanel(loops.loadPanel(rhs, nt * tileN, nn), Offset(0), nt * tileN, nn);
         });

@@ -28,7 +28,10 @@ def ConvertNTorchToNTile : Pass<"convert-ntorch-to-ntile", "mlir::ModuleOp"> {
     Tensors become HBM buffers (function arguments for inputs and outputs). Each
     ntorch op becomes its tiles: DMA loads with access patterns (transposes and
     broadcasts are patterns), engine ops on tiles of at most 128 partitions, and DMA
-    stores. Matmuls tile M and K by 128 and N by 512 and accumulate in PSUM.
+    stores. Matmuls tile M and K by 128 and N by 512 and accumulate in PSUM; when two
+    K panels of the resident operand fit, its column panels are a software pipeline
+    over two SBUF slots (panel i + 1 loads while the row blocks run against panel i),
+    the loads marked `ntile.prefetch`.
   }];
   let options = [Option<"target", "target", "std::string", "\"trn2\"", "target name">];
   let dependentDialects = ["::neuron::ntile::NTileDialect", "::mlir::memref::MemRefDialect"];
@@ -147,7 +150,10 @@ def NeuronAssignDmaQueues : Pass<"neuron-assign-dma-queues", "mlir::func::FuncOp
     In program order, every DMA goes to the next queue round-robin. A transfer of at
     least 16 rows is split by its outer rows into parts of at least 8 rows: outside
     loops parts of at least 32 KiB, inside loops of at least 2 KiB, since an
-    instruction of a loop body runs on the same queue in every iteration.
+    instruction of a loop body runs on the same queue in every iteration. Inside a
+    loop nest loads and stores get disjoint queues sized by their bytes; a load just
+    before a nest takes the nest's store queues, unless it is a software pipeline's
+    prologue (`nisa.prefetch`, consumed here), which takes every queue.
   }];
 }
 
@@ -174,7 +180,10 @@ def NeuronInsertSemaphores : Pass<"neuron-insert-semaphores", "mlir::func::FuncO
     reads, for a write) waits for that queue's count to cover it. Inside loops the
     counts are affine in the induction variables (`wait_terms`), and dependences
     carried from earlier iterations (a rewritten tile, a rotating buffer N
-    iterations back) are found by visiting each loop body twice.
+    iterations back) are found by visiting each loop body twice. A dependence carried
+    by an outer loop waits, in a shared inner loop, for the latest conflicting
+    iteration: the same one, a fixed number later (a buffer rotating in the inner
+    loop, one rotation back across the outer boundary), or the last.
   }];
 }
 

@@ -137,12 +137,17 @@ struct NeuronAssignDmaQueuesPass : impl::NeuronAssignDmaQueuesBase<NeuronAssignD
       QueuePool *pool = &straight[core];
       if (inLoop)
         pool = isStore(op) ? &nests[nest].stores : &nests[nest].loads;
-      else if (!isStore(op))
+      else if (!isStore(op) && !op->hasAttr(nisa::kPrefetchAttr))
         // A load just before a nest (a hoisted invariant load) goes to the nest's store
-        // queues, idle until its first store, not ahead of the nest's first loads.
+        // queues, idle until its first store, not ahead of the nest's first loads. A
+        // software pipeline's prologue (nisa.prefetch) is what the nest needs first,
+        // with its first loads: it takes every queue. (Inside the nest a pipeline's
+        // prefetch, last in its iteration, shares the load queues: it queues behind the
+        // iteration's loads and fills the time they leave.)
         if (Operation *next = nextLoop(op); next && nests.count(next) &&
                                             nests[next].stores.size < nisa::kNumDmaQueues)
           pool = &nests[next].stores;
+      op->removeAttr(nisa::kPrefetchAttr);
       auto copy = dyn_cast<nisa::DmaCopyOp>(op);
       if (!copy) {
         op->setAttr("queue", queueAttr(pool));

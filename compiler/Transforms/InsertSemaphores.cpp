@@ -123,7 +123,7 @@ private:
   SmallVector<MemoryKey> keysOf(const Access &a) const;
   std::optional<int64_t> distance(const Access &x, const Access &a, int level) const;
   bool mayOverlap(const Access &x, const Access &a, int level, int64_t d,
-                  int later = -1) const;
+                  int later = -1, int64_t gap = 0) const;
   void addWait(int queue, const Count &c);
   bool dominates(const Count &a, const Count &b) const;
 
@@ -279,9 +279,11 @@ SmallVector<MemoryKey> SemaphoreInserter::keysOf(const Access &a) const {
 /// enumerated exactly; large ones are bounded by their range.
 ///
 /// With `later` (a shared loop below `level`): only instances of `a` in a later iteration
-/// of that loop than `x`'s count.
+/// of that loop than `x`'s, more than `gap` iterations later. The terms of that loop must
+/// pair up between `x` and `a` (else: true); their shifts are enumerated over the pairs of
+/// iterations when the loop is short (rotating buffers included), else bounded.
 bool SemaphoreInserter::mayOverlap(const Access &x, const Access &a, int level, int64_t d,
-                                   int later) const {
+                                   int later, int64_t gap) const {
   if (x.hbm != a.hbm || x.buffer != a.buffer || x.pHi <= a.pLo || a.pHi <= x.pLo)
     return false;
   unsigned common = 0;
@@ -299,7 +301,52 @@ bool SemaphoreInserter::mayOverlap(const Access &x, const Access &a, int level, 
   };
   SmallVector<bool, 4> matched(a.terms.size(), false);
   SmallVector<LoopTerm, 2> rotating; // matched rotating terms at `level`: exact per residue
+  // Shifts of the `later` loop's terms over x's iteration i and a's j >= i + gap + 1,
+  // enumerated when the loop is short enough (empty otherwise: handled term by term).
+  SmallVector<int64_t, 8> laterShifts;
+  bool laterEnumerated = false;
+  auto rotatesIn = [&](const Access &acc) {
+    return llvm::any_of(acc.terms, [&](const LoopTerm &t) {
+      return t.level == later && t.modulus > 0 && t.modulus < x.trips[later];
+    });
+  };
+  if (later >= 0 && x.trips[later] <= kMaxDistance && (rotatesIn(x) || rotatesIn(a))) {
+    SmallVector<LoopTerm, 2> xs, as;
+    for (const LoopTerm &t : x.terms)
+      if (t.level == later)
+        xs.push_back(t);
+    for (const LoopTerm &t : a.terms)
+      if (t.level == later)
+        as.push_back(t);
+    auto key = [](const LoopTerm &t) { return std::tuple(t.coef, t.modulus); };
+    auto byKey = [&](const LoopTerm &l, const LoopTerm &r) { return key(l) < key(r); };
+    llvm::sort(xs, byKey);
+    llvm::sort(as, byKey);
+    bool paired = xs.size() == as.size();
+    for (size_t k = 0; paired && k < xs.size(); ++k)
+      paired = key(xs[k]) == key(as[k]);
+    if (!paired)
+      return true; // a term moves with that loop in one of them only: not ordered by it
+    int64_t n = x.trips[later];
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = i + gap + 1; j < n; ++j) {
+        int64_t sh = 0;
+        for (const LoopTerm &t : xs)
+          sh += t.modulus > 0 ? t.coef * (i % t.modulus - j % t.modulus) : t.coef * (i - j);
+        laterShifts.push_back(sh);
+      }
+    if (laterShifts.empty())
+      return false; // no later iteration
+    llvm::sort(laterShifts);
+    laterShifts.erase(std::unique(laterShifts.begin(), laterShifts.end()), laterShifts.end());
+    laterEnumerated = true;
+    for (size_t j = 0; j < a.terms.size(); ++j)
+      if (a.terms[j].level == later)
+        matched[j] = true;
+  }
   for (const LoopTerm &t : x.terms) {
+    if (laterEnumerated && t.level == later)
+      continue; // in laterShifts
     int found = -1;
     for (size_t j = 0; j < a.terms.size(); ++j)
       if (!matched[j] && a.terms[j].level == t.level && a.terms[j].coef == t.coef &&
@@ -307,6 +354,19 @@ bool SemaphoreInserter::mayOverlap(const Access &x, const Access &a, int level, 
         found = j;
         break;
       }
+    if (found < 0 && t.level < (int64_t)same) {
+      // Same iteration, another coefficient of the same iv (mod the same modulus): one
+      // axis of the difference (a slot rotating against its pair: c * (iv mod 2) and
+      // c - c * (iv mod 2) never meet).
+      for (size_t j = 0; j < a.terms.size() && found < 0; ++j)
+        if (!matched[j] && a.terms[j].level == t.level && a.terms[j].modulus == t.modulus)
+          found = j;
+      if (found >= 0) {
+        matched[found] = true;
+        axes.push_back({t.coef - a.terms[found].coef, 0, range(t, x.trips[t.level])});
+        continue;
+      }
+    }
     if (found >= 0)
       matched[found] = true;
     if (found >= 0 && t.level < (int64_t)same)
@@ -325,9 +385,9 @@ bool SemaphoreInserter::mayOverlap(const Access &x, const Access &a, int level, 
       if (t.level == later) {
         if (t.modulus > 0 && t.modulus < x.trips[t.level])
           return true; // residues do not order the iterations
-        if (na < 1)
+        if (na < gap + 1)
           return false; // no later iteration
-        axes.push_back({t.coef, -na, -1}); // i - j <= -1
+        axes.push_back({t.coef, -na, -(gap + 1)}); // i - j <= -(gap + 1)
         continue;
       }
       axes.push_back({t.coef, -na, nx});
@@ -359,6 +419,15 @@ bool SemaphoreInserter::mayOverlap(const Access &x, const Access &a, int level, 
         sh += t.coef * (r % t.modulus - (((r - d) % t.modulus) + t.modulus) % t.modulus);
       residueShifts.push_back(sh);
     }
+  }
+  if (laterEnumerated) {
+    SmallVector<int64_t, 4> combined;
+    for (int64_t r : residueShifts)
+      for (int64_t l : laterShifts)
+        combined.push_back(r + l);
+    if ((int64_t)combined.size() > kMaxLatticePoints)
+      return true;
+    residueShifts = std::move(combined);
   }
   int64_t points = residueShifts.size();
   for (const Axis &axis : axes)
@@ -455,17 +524,38 @@ void SemaphoreInserter::visitInstruction(nisa::InstructionOpInterface op, bool s
     // loops above `level`, d iterations back at `level`, the last iteration below.
     // A carried dependence waits for the same iteration of the shared loops below `level`
     // as long as no later iteration of them conflicts (a rotating buffer of an inner loop).
+    // At the first shared loop below `level` where later iterations conflict too, it
+    // waits for the iteration `gap` later when none beyond conflicts (a buffer rotating in
+    // that loop: the instance one rotation back, across the boundary of `level`).
     unsigned keep = level >= 0 ? (unsigned)level : common;
     unsigned sameBelow = keep + 1;
-    if (level >= 0)
+    int64_t gap = 0;
+    if (level >= 0) {
       while (sameBelow < common && !mayOverlap(x, a, level, *d, (int)sameBelow))
         ++sameBelow;
+      // The smallest such gap (none conflicts beyond it, nor beyond a larger one).
+      int64_t n = sameBelow < common ? x.trips[sameBelow] : 0;
+      if (n > 2 && n <= kMaxDistance && !mayOverlap(x, a, level, *d, (int)sameBelow, n - 2)) {
+        int64_t lo = 1, hi = n - 2;
+        while (lo < hi) {
+          int64_t mid = (lo + hi) / 2;
+          if (mayOverlap(x, a, level, *d, (int)sameBelow, mid))
+            lo = mid + 1;
+          else
+            hi = mid;
+        }
+        gap = lo;
+      }
+    }
     Count c;
     c.base = a.count.base;
-    c.coef.assign(level >= 0 ? sameBelow : keep, 0);
+    c.coef.assign(level >= 0 ? sameBelow + (gap > 0) : keep, 0);
     for (unsigned l = 0; l < a.depth; ++l) {
       int64_t coef = a.count.at(l);
-      if (l < keep || (level >= 0 && (int)l > level && l < sameBelow))
+      if (gap > 0 && l == sameBelow) {
+        c.coef[l] = coef;
+        c.base += coef * gap;
+      } else if (l < keep || (level >= 0 && (int)l > level && l < sameBelow))
         c.coef[l] = coef;
       else if ((int)l == level) {
         c.coef[l] = coef;

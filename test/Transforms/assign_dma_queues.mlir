@@ -36,3 +36,38 @@ func.func @queues() {
   nisa.dma_copy on 4 <hbm[1] + 0, [[128, 2], [1, 4]], f32>, <sbuf[0] + 0, [[1, 2], [1, 4]], f32>
   return
 }
+
+// A software pipeline (nisa.prefetch, from ntile.prefetch): its prologue before the nest
+// is what the nest needs first, with its first loads, and takes every queue (here two
+// parts of 32 KiB on the first two), not the nest's store queues as an unmarked load
+// would (see @queues). Inside the nest the prefetch of the next iteration, last in the
+// body, shares the load queues (14; the stores move 1/7 of the bytes: 2 queues) and
+// queues behind the iteration's loads. The attribute is consumed.
+// CHECK-LABEL: func @prefetch
+// CHECK-NOT: nisa.prefetch
+// CHECK: nisa.dma_copy on 4 <sbuf[0] + 0, {{\[\[}}1, 64], [1, 128]], f32>, <hbm[1] + 0, {{\[\[}}576, 64], [1, 128]], f32>
+// CHECK-NEXT: nisa.dma_copy on 5 <sbuf[64] + 0, {{\[\[}}1, 64], [1, 128]], f32>, <hbm[1] + 36864, {{\[\[}}576, 64], [1, 128]], f32>
+// CHECK-NEXT: nisa.loop iv0 to 8 {
+// CHECK-NEXT: nisa.dma_copy on 4 <sbuf[0] + 1024 + 512*(iv0 mod 2), {{\[\[}}1, 10], [1, 128]], f32>
+// CHECK-COUNT-11: nisa.dma_copy on
+// CHECK-NEXT: nisa.dma_copy on 16 <sbuf[120] + 1024 + 512*(iv0 mod 2), {{\[\[}}1, 8], [1, 128]], f32>
+// CHECK-NEXT: nisa.dma_copy on 18 <hbm[2] + 0 + 4096*iv0, {{\[\[}}32, 64], [1, 32]], f32>
+// CHECK-NEXT: nisa.dma_copy on 19 <hbm[2] + 2048 + 4096*iv0, {{\[\[}}32, 64], [1, 32]], f32>
+// CHECK-NEXT: nisa.dma_copy on 17 <sbuf[0] + 256 + -256*(iv0 mod 2), {{\[\[}}1, 10], [1, 64]], f32>, <hbm[1] + 64 + 64*iv0, {{\[\[}}576, 10], [1, 64]], f32>
+// CHECK-NEXT: nisa.dma_copy on 4 <sbuf[10] + 256 + -256*(iv0 mod 2), {{\[\[}}1, 10], [1, 64]], f32>
+// CHECK-COUNT-10: nisa.dma_copy on
+// CHECK-NEXT: nisa.dma_copy on 15 <sbuf[120] + 256 + -256*(iv0 mod 2), {{\[\[}}1, 8], [1, 64]], f32>
+// CHECK-NEXT: }
+// CHECK-NOT: nisa.prefetch
+func.func @prefetch() {
+  nisa.buffer 0 input 0 : tensor<1024x128xf32>
+  nisa.buffer 1 input 1 : tensor<128x576xf32>
+  nisa.buffer 2 output 0 : tensor<1024x32xf32>
+  nisa.dma_copy on 4 <sbuf[0] + 0, [[1, 128], [1, 128]], f32>, <hbm[1] + 0, [[576, 128], [1, 128]], f32> {nisa.prefetch}
+  nisa.loop iv0 to 8 {
+    nisa.dma_copy on 4 <sbuf[0] + 1024 + 512*(iv0 mod 2), [[1, 128], [1, 128]], f32>, <hbm[0] + 0 + 128*iv0, [[128, 128], [1, 128]], f32>
+    nisa.dma_copy on 4 <hbm[2] + 0 + 4096*iv0, [[32, 128], [1, 32]], f32>, <sbuf[0] + 2048, [[1, 128], [1, 32]], f32>
+    nisa.dma_copy on 4 <sbuf[0] + 256 + -256*(iv0 mod 2), [[1, 128], [1, 64]], f32>, <hbm[1] + 64 + 64*iv0, [[576, 128], [1, 64]], f32> {nisa.prefetch}
+  }
+  return
+}

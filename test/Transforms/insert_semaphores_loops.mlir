@@ -107,3 +107,53 @@ func.func @inner_rotation() {
   }
   return
 }
+
+// -----
+
+// A software pipeline over two slots: iteration iv0 reads slot iv0 mod 2 and loads the
+// next iteration's data into the other slot, 256 - 256 * (iv0 mod 2). The two offsets
+// are terms of the same iv and modulus, never equal in one iteration: the load waits
+// for the read of the previous iteration (instance iv0 of the Vector queue), not for
+// this iteration's (iv0 + 1), so it runs a whole iteration ahead. The read waits for
+// the load of the previous iteration (instance iv0 of queue 4) and the prologue.
+// CHECK-LABEL: func @two_slots
+// CHECK: nisa.tensor_scalar mul on 1 {{.*}} wait [4, 0, 5, 1] {wait_terms = array<i64: 0, 0, 1, 0>}
+// CHECK: nisa.dma_copy on 4 {{.*}} wait [1, 0, 5, 1] {wait_terms = array<i64: 0, 0, 1, 0>}
+// CHECK: nisa.tensor_scalar mul on 1 {{.*}} wait [4, 7]{{$}}
+func.func @two_slots() {
+  nisa.buffer 0 input 0 : tensor<8x64xf32>
+  nisa.buffer 1 output 0 : tensor<8x64xf32>
+  nisa.dma_copy on 5 <sbuf[0] + 0, [[1, 1], [1, 64]], f32>, <hbm[0] + 0, [[64, 1], [1, 64]], f32>
+  nisa.loop iv0 to 7 {
+    nisa.tensor_scalar mul on 1 <sbuf[0] + 1024, [[1, 1], [1, 64]], f32>, <sbuf[0] + 0 + 256*(iv0 mod 2), [[1, 1], [1, 64]], f32>, 2.0
+    nisa.dma_copy on 4 <sbuf[0] + 256 + -256*(iv0 mod 2), [[1, 1], [1, 64]], f32>, <hbm[0] + 64 + 64*iv0, [[64, 1], [1, 64]], f32>
+  }
+  nisa.tensor_scalar mul on 1 <sbuf[0] + 1024, [[1, 1], [1, 64]], f32>, <sbuf[0] + 256, [[1, 1], [1, 64]], f32>, 2.0
+  return
+}
+
+// -----
+
+// A tile rotating over four buffers in an inner loop of 8 (a multiple of 4), inside an
+// outer loop: the load of buffer iv1 mod 4 waits for its reader one rotation back,
+// instance 8 * iv0 + iv1 - 3 of the Vector queue, across the outer boundary too (at
+// iv1 < 4 that reader ran in the previous outer iteration, 4 iterations before its end),
+// not for the last reader of the previous outer iteration (8 * iv0): the loads of the
+// next outer iteration run ahead as within one. The same for the WAR of the Vector
+// engine on the stores.
+// CHECK-LABEL: func @rotation_across_outer
+// CHECK: nisa.dma_copy on 4 {{.*}} wait [1, -3] {wait_terms = array<i64: 0, 0, 8, 0, 0, 1, 1, 0>}
+// CHECK: nisa.tensor_scalar mul on 1 {{.*}} wait [4, 1, 5, -3] {wait_terms = array<i64: 0, 0, 8, 0, 0, 1, 1, 0, 1, 0, 8, 0, 1, 1, 1, 0>}
+// CHECK: nisa.dma_copy on 5 {{.*}} wait [1, 1] {wait_terms = array<i64: 0, 0, 8, 0, 0, 1, 1, 0>}
+func.func @rotation_across_outer() {
+  nisa.buffer 0 input 0 : tensor<16x64xf32>
+  nisa.buffer 1 output 0 : tensor<16x64xf32>
+  nisa.loop iv0 to 2 {
+    nisa.loop iv1 to 8 {
+      nisa.dma_copy on 4 <sbuf[0] + 0 + 256*(iv1 mod 4), [[1, 1], [1, 64]], f32>, <hbm[0] + 0 + 512*iv0 + 64*iv1, [[64, 1], [1, 64]], f32>
+      nisa.tensor_scalar mul on 1 <sbuf[0] + 2048 + 256*(iv1 mod 4), [[1, 1], [1, 64]], f32>, <sbuf[0] + 0 + 256*(iv1 mod 4), [[1, 1], [1, 64]], f32>, 2.0
+      nisa.dma_copy on 5 <hbm[1] + 0 + 512*iv0 + 64*iv1, [[64, 1], [1, 64]], f32>, <sbuf[0] + 2048 + 256*(iv1 mod 4), [[1, 1], [1, 64]], f32>
+    }
+  }
+  return
+}

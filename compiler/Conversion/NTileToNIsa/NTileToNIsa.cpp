@@ -246,9 +246,11 @@ struct DmaToNIsa : ToNIsa<ntile::DmaOp> {
   using ToNIsa::ToNIsa;
   LogicalResult matchAndRewrite(ntile::DmaOp op, OpAdaptor,
                                 ConversionPatternRewriter &r) const override {
-    r.replaceOpWithNewOp<nisa::DmaCopyOp>(
+    auto copy = r.replaceOpWithNewOp<nisa::DmaCopyOp>(
         op, queue(r, op, nisa::kQueueDma0), memory.physical(op.getTarget(), op.getTargetAp()),
         memory.physical(op.getSource(), op.getSourceAp()), nullptr, nullptr);
+    if (op->hasAttr(ntile::kPrefetchAttr))
+      copy->setAttr(nisa::kPrefetchAttr, r.getUnitAttr());
     return success();
   }
 };

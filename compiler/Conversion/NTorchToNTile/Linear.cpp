@@ -16,6 +16,14 @@ static constexpr int64_t kResidentStationaryBytes = 96 * 1024;
 static constexpr int64_t kPanelKTiles = 8;
 
 namespace {
+/// `iv mod n` for a loop induction variable `iv` (a rotating slot index).
+Offset rotating(const Offset &iv, int64_t n) {
+  Offset r = iv;
+  for (size_t t = 2; t < r.terms.size(); t += 3)
+    r.terms[t] = n;
+  return r;
+}
+
 /// One matmul operand read as [K, outer] tiles: element `base + outer * outerStride +
 /// k * kStride` of `source`.
 struct MatmulOperand {
@@ -45,33 +53,48 @@ public:
   /// Every K tile of outer elements [outer0, +size), side by side in one SBUF panel: one
   /// DMA per kPanelKTiles K tiles when K is whole tiles.
   Value loadPanel(const MatmulOperand &o, const Offset &outer0, int64_t size) {
-    int64_t kTiles = (K + tileK() - 1) / tileK(), width = kTiles * size;
-    Value panel = e.allocTile(loc, std::min(K, tileK()), width, o.elementType, MemSpace::sbuf);
-    if (K % tileK() == 0 && kTiles > 1) {
-      e.tiled(loc, kTiles, kPanelKTiles, [&](const Offset &chunk, int64_t tiles) {
-        Offset kt = chunk * kPanelKTiles;
-        Offset at = o.base + outer0 * o.outerStride + kt * (tileK() * o.kStride);
-        e.dma(loc, o.source,
-              e.pattern(at, {{o.kStride, tileK()}, {tileK() * o.kStride, tiles},
-                             {o.outerStride, size}}),
-              panel, e.pattern(kt * size, {{width, tileK()}, {size, tiles}, {1, size}}));
-      });
-      return panel;
-    }
-    e.tiled(loc, K, tileK(), [&](const Offset &kt, int64_t kk) {
-      Offset at = o.base + outer0 * o.outerStride + kt * (tileK() * o.kStride);
-      e.dma(loc, o.source, e.pattern(at, {{o.kStride, kk}, {o.outerStride, size}}), panel,
-            e.pattern(kt * size, {{width, kk}, {1, size}}));
-    });
+    int64_t kTiles = (K + tileK() - 1) / tileK();
+    Value panel =
+        e.allocTile(loc, std::min(K, tileK()), kTiles * size, o.elementType, MemSpace::sbuf);
+    loadPanelInto(o, outer0, size, panel, Offset(0), /*prefetch=*/false);
     return panel;
   }
 
-  /// The [kk, size] tile of K tile `kt` inside a panel.
-  Value panelTile(Value panel, const Offset &kt, int64_t kk, int64_t size) {
+  /// The same panel loaded into columns [at, at + kTiles * size) of `panel` (a slot of a
+  /// double-buffered panel); `prefetch` marks the loads as a software pipeline's.
+  void loadPanelInto(const MatmulOperand &o, const Offset &outer0, int64_t size, Value panel,
+                     const Offset &at, bool prefetch) {
+    int64_t kTiles = (K + tileK() - 1) / tileK();
+    int64_t width = cast<MemRefType>(panel.getType()).getDimSize(1);
+    auto mark = [&](ntile::DmaOp dma) {
+      if (prefetch)
+        dma->setAttr(ntile::kPrefetchAttr, e.b.getUnitAttr());
+    };
+    if (K % tileK() == 0 && kTiles > 1) {
+      e.tiled(loc, kTiles, kPanelKTiles, [&](const Offset &chunk, int64_t tiles) {
+        Offset kt = chunk * kPanelKTiles;
+        Offset from = o.base + outer0 * o.outerStride + kt * (tileK() * o.kStride);
+        mark(e.dma(loc, o.source,
+                   e.pattern(from, {{o.kStride, tileK()}, {tileK() * o.kStride, tiles},
+                                    {o.outerStride, size}}),
+                   panel, e.pattern(at + kt * size, {{width, tileK()}, {size, tiles}, {1, size}})));
+      });
+      return;
+    }
+    e.tiled(loc, K, tileK(), [&](const Offset &kt, int64_t kk) {
+      Offset from = o.base + outer0 * o.outerStride + kt * (tileK() * o.kStride);
+      mark(e.dma(loc, o.source, e.pattern(from, {{o.kStride, kk}, {o.outerStride, size}}), panel,
+                 e.pattern(at + kt * size, {{width, kk}, {1, size}})));
+    });
+  }
+
+  /// The [kk, size] tile of K tile `kt` inside a panel (or its slot at column `at`).
+  Value panelTile(Value panel, const Offset &kt, int64_t kk, int64_t size,
+                  const Offset &at = Offset(0)) {
     int64_t width = cast<MemRefType>(panel.getType()).getDimSize(1);
     Type et = cast<MemRefType>(panel.getType()).getElementType();
     return e.b.create<ntile::ViewOp>(loc, ntile::getBufferType({kk, size}, et, MemSpace::sbuf),
-                                     panel, e.pattern(kt * size, {{width, kk}, {1, size}}));
+                                     panel, e.pattern(at + kt * size, {{width, kk}, {1, size}}));
   }
 
   /// acc (+)= over K tiles: the first overwrites PSUM, the rest accumulate.
@@ -149,9 +172,8 @@ static LogicalResult lowerMatmulLoops(TileEmitter &e, ntorch::MatmulOp op) {
     MatmulOperand rhs{e.buffer(op.getRhs()), batch * (K * N), rhsN, rhsK, rhsEt};
     Offset outBase = batch * (M * N);
     if (columnsOuter) {
-      e.tiled(loc, N, tileN, [&](const Offset &nt, int64_t nn) {
-        Offset n0 = nt * tileN;
-        Value panel = loops.loadPanel(rhs, n0, nn);
+      // Every row block against the column panel in `panel` (at column `at`).
+      auto computePanel = [&](Value panel, const Offset &at, const Offset &n0, int64_t nn) {
         e.tiled(loc, M, tileM, [&](const Offset &mt, int64_t mm) {
           Offset m0 = mt * tileM;
           // The row block's stationary tiles in one panel (prefetched as one transfer).
@@ -159,11 +181,48 @@ static LogicalResult lowerMatmulLoops(TileEmitter &e, ntorch::MatmulOp op) {
           Value acc = e.allocTile(loc, mm, nn, e.b.getF32Type(), MemSpace::psum);
           loops.accumulate(acc, [&](const Offset &kt, int64_t kk) {
             Value st = rows ? loops.panelTile(rows, kt, kk, mm) : loops.load(lhs, m0, mm, kt, kk);
-            return std::pair{st, loops.panelTile(panel, kt, kk, nn)};
+            return std::pair{st, loops.panelTile(panel, kt, kk, nn, at)};
           });
           store(acc, outBase, m0, mm, n0, nn);
         });
-      });
+      };
+      int64_t full = N / tileN, rest = N % tileN, slot = kTiles * tileN;
+      // The pipeline's iterations depend on each other: on a logical core of several
+      // physical cores the panels stay a parallel loop that neuron-split-cores halves.
+      if (full + (rest ? 1 : 0) < 2 || 2 * slot * rhsBytes > kResidentStationaryBytes ||
+          e.target.physicalCores > 1) {
+        e.tiled(loc, N, tileN, [&](const Offset &nt, int64_t nn) {
+          computePanel(loops.loadPanel(rhs, nt * tileN, nn), Offset(0), nt * tileN, nn);
+        });
+        return;
+      }
+      // When two panels fit the resident budget: a software pipeline over the column
+      // panels in two slots of one SBUF tile. Panel 0 loads before the loop (the
+      // prologue); iteration i runs the row blocks against panel i in slot i mod 2, then
+      // loads panel i + 1 into the other slot (last in the body, its transfers queue
+      // behind the iteration's own and fill the time they leave); the last panel runs
+      // after the loop. The Tensor engine does not wait for a panel at panel boundaries.
+      // The loads are marked ntile.prefetch (neuron-assign-dma-queues spreads the
+      // prologue over every queue).
+      Value slots = e.allocTile(loc, std::min(K, tileK), 2 * slot, rhsEt, MemSpace::sbuf);
+      loops.loadPanelInto(rhs, Offset(0), tileN, slots, Offset(0), /*prefetch=*/true);
+      e.loop(
+          loc, full - 1,
+          [&](const Offset &i) {
+            Offset parity = rotating(i, 2); // i mod 2: panel i's slot
+            computePanel(slots, parity * slot, i * tileN, tileN);
+            loops.loadPanelInto(rhs, (i + Offset(1)) * tileN, tileN, slots,
+                                Offset(slot) + parity * -slot, /*prefetch=*/true);
+          },
+          /*keepSingle=*/true);
+      // The last whole panel, then (as in the loop) the load of the partial one, if any.
+      int64_t last = (full - 1) % 2;
+      computePanel(slots, Offset(last * slot), Offset((full - 1) * tileN), tileN);
+      if (rest) {
+        loops.loadPanelInto(rhs, Offset(full * tileN), rest, slots, Offset((1 - last) * slot),
+                            /*prefetch=*/true);
+        computePanel(slots, Offset((1 - last) * slot), Offset(full * tileN), rest);
+      }
       return;
     }
     e.tiled(loc, M, tileM, [&](const Offset &mt, int64_t mm) {

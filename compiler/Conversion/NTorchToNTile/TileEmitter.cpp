@@ -96,10 +96,11 @@ ntile::AccessPatternAttr TileEmitter::pattern(const Offset &offset, ArrayRef<Dim
   return ntile::AccessPatternAttr::get(b.getContext(), offset.base, flat, terms);
 }
 
-void TileEmitter::loop(Location loc, int64_t count, function_ref<void(const Offset &)> body) {
+void TileEmitter::loop(Location loc, int64_t count, function_ref<void(const Offset &)> body,
+                       bool keepSingle) {
   if (count <= 0)
     return;
-  if (count == 1) {
+  if (count == 1 && !keepSingle) {
     body(Offset(0));
     return;
   }
@@ -156,9 +157,9 @@ void TileEmitter::tiled(Location loc, int64_t extent, int64_t tile,
     fn(Offset(full), extent % tile);
 }
 
-void TileEmitter::dma(Location loc, Value source, ntile::AccessPatternAttr sourceAp, Value target,
-                      ntile::AccessPatternAttr targetAp) {
-  b.create<ntile::DmaOp>(loc, source, sourceAp, target, targetAp);
+ntile::DmaOp TileEmitter::dma(Location loc, Value source, ntile::AccessPatternAttr sourceAp,
+                              Value target, ntile::AccessPatternAttr targetAp) {
+  return b.create<ntile::DmaOp>(loc, source, sourceAp, target, targetAp);
 }
 
 int64_t TileEmitter::maxTileFree(int64_t bytes) const { return kTileBytesPerPartition / bytes; }

@@ -74,9 +74,12 @@ public:
                         mlir::Type elementType, ntile::MemSpace space);
   ntile::AccessPatternAttr pattern(const Offset &offset, llvm::ArrayRef<Dim> dims);
 
-  /// Emits `body` inside an ntile.loop of `count` iterations (inline when count is 1),
-  /// passing the induction variable; nothing when count is 0.
-  void loop(mlir::Location loc, int64_t count, llvm::function_ref<void(const Offset &iv)> body);
+  /// Emits `body` inside an ntile.loop of `count` iterations (inline when count is 1,
+  /// unless `keepSingle`: a software pipeline's steady state stays a loop nest, which
+  /// neuron-assign-dma-queues gives its own queue pools), passing the induction variable;
+  /// nothing when count is 0.
+  void loop(mlir::Location loc, int64_t count, llvm::function_ref<void(const Offset &iv)> body,
+            bool keepSingle = false);
   /// An accumulation over a nest of tiled dimensions ({extent, tile} each, outermost
   /// first): fn(tile index per dimension, tile size per dimension, first) runs for every
   /// combination, `first` only for the very first one, which is peeled off the loops.
@@ -95,8 +98,8 @@ public:
   /// fn(tile index, size); the tile starts at index * tile.
   void tiled(mlir::Location loc, int64_t extent, int64_t tile,
              llvm::function_ref<void(const Offset &index, int64_t size)> fn);
-  void dma(mlir::Location loc, mlir::Value source, ntile::AccessPatternAttr sourceAp,
-           mlir::Value target, ntile::AccessPatternAttr targetAp);
+  ntile::DmaOp dma(mlir::Location loc, mlir::Value source, ntile::AccessPatternAttr sourceAp,
+                   mlir::Value target, ntile::AccessPatternAttr targetAp);
 
   /// Largest free size of an elementwise tile for elements of `bytes` bytes.
   int64_t maxTileFree(int64_t bytes) const;

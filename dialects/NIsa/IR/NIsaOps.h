@@ -17,6 +17,9 @@ using runtime::kQueueGpSimd;
 using runtime::kQueueScalar;
 using runtime::kQueueTensor;
 using runtime::kQueueVector;
+/// A dma_copy of a software pipeline's prologue or prefetch (ntile.prefetch), until
+/// neuron-assign-dma-queues gives it its queues.
+inline constexpr llvm::StringLiteral kPrefetchAttr = "nisa.prefetch";
 } // namespace neuron::nisa
 
 #include "dialects/NIsa/IR/NIsaInterfaces.h.inc"

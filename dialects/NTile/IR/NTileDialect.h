@@ -26,6 +26,11 @@ int64_t getElementBytes(mlir::Type type);
 /// (neuron-allocate-tiles).
 inline constexpr llvm::StringLiteral kBuffersAttr = "ntile.buffers";
 inline constexpr llvm::StringLiteral kAddressAttr = "ntile.address";
+/// Marks an ntile.dma that loads a software pipeline's next stage (its prologue outside
+/// the loop, its prefetch of the next iteration's data inside): the load has a stage of
+/// slack and must not queue behind the transfers of the stage in flight. Carried to the
+/// nisa dma_copy as nisa.prefetch, which neuron-assign-dma-queues reads.
+inline constexpr llvm::StringLiteral kPrefetchAttr = "ntile.prefetch";
 /// The physical core (of a logical core of several, see neuron-split-cores) that runs a
 /// top-level loop nest and owns the tiles allocated in it; ops hoisted out of such a
 /// nest carry it too. Absent: core 0.

@@ -52,14 +52,14 @@ def node_bounds(stats: dict[str, Any] | None = None) -> list[NodeBound]:
 
     A node's resources are the Tensor, Vector, Scalar and GpSimd engines (their busy time on
     its instructions) and the DMA side: the larger of its HBM bytes at the HBM bandwidth and
-    its DMA queue time spread over the target's DMA queues. The resource with the most time is its
-    bottleneck: the Tensor engine makes it compute-bound, DMA memory-bound, and the Vector,
+    its DMA queue time spread over the target's DMA queues. The resource with the most time
+    is its bottleneck: the Tensor engine makes it compute-bound, DMA memory-bound, the Vector,
     Scalar or GpSimd engine overhead-bound (time on elementwise work, copies and fixed
     instruction costs, which neither its FLOPs nor its bytes account for). Its own roofline
     is max(FLOPs / peak, HBM bytes / bandwidth); of_roofline = roofline / bottleneck time."""
     if stats is None:
         stats = last_run_stats()
-    if not stats:
+    if not stats or not stats.get("origin_costs") or "target" not in stats:
         return []
     facts = native.lib().target_facts(stats["target"])
     peak = float(stats.get("peak_tflops") or 0.0) * 1e3  # FLOP per ns

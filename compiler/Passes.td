@@ -61,7 +61,9 @@ def NeuronFuseElementwise : Pass<"neuron-fuse-elementwise", "mlir::func::FuncOp"
   let summary = "Group elementwise ops and row reductions into ntorch.fusion regions";
   let description = [{
     Chains of elementwise ops over one iteration shape, with reductions along the
-    last dimension when a row fits in one tile (softmax, layer norm), become one
+    last dimension when a block of whole rows fits SBUF (softmax, layer norm: rows of
+    up to 2048 elements always, wider ones while the lowering's tiles of a block fit
+    ntorch::kFusedRowBudgetBytes, counted by ntorch::fusedRowBytes), become one
     ntorch.fusion: the lowering computes them tile by tile in SBUF, so their
     intermediate values never travel to HBM and back. First, reshapes that only add
     leading unit dims sink below the elementwise ops they feed (so a batch-of-1 view

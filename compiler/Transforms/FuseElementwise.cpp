@@ -16,9 +16,6 @@ namespace neuron::compiler {
 #define GEN_PASS_DEF_NEURONFUSEELEMENTWISE
 #include "compiler/Passes.h.inc"
 
-/// Longest row (elements) a fused reduction keeps in one tile.
-static constexpr int64_t kMaxFusedRow = 2048;
-
 namespace {
 
 ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
@@ -95,13 +92,27 @@ private:
     return true;
   }
 
+  /// Whether a group with a reduction keeps its rows in SBUF with `op` added: rows of at
+  /// most kFusedRowAlwaysFits elements always do; wider ones while the lowering's tiles
+  /// of a block fit nt::kFusedRowBudgetBytes.
+  bool rowsFit(Group &g, Operation *op) {
+    int64_t cols = g.shape.back();
+    if (cols <= nt::kFusedRowAlwaysFits)
+      return true;
+    SmallVector<Operation *> ops(g.ops);
+    ops.push_back(op);
+    return nt::fusedRowBytes(ops, cols) <= nt::kFusedRowBudgetBytes;
+  }
+
   /// Whether `op` can be computed tile by tile in group `g`.
   bool fits(Group &g, Operation *op) {
+    if ((g.hasReduce || isa<nt::ReduceOp>(op)) && !rowsFit(g, op))
+      return false;
     auto internal = [&](Value v) { return groupOf(v) == &g; };
     if (auto r = dyn_cast<nt::ReduceOp>(op)) {
       ArrayRef<int64_t> in = shapeOf(r.getInput());
       return !r.getKeepdim() && r.getDims().size() == 1 && r.getDims()[0] == (int64_t)in.size() - 1 &&
-             ArrayRef<int64_t>(g.shape) == in && in.back() <= kMaxFusedRow;
+             ArrayRef<int64_t>(g.shape) == in;
     }
     if (auto rs = dyn_cast<nt::ReshapeOp>(op))
       return internal(rs.getInput()) && kindOf(shapeOf(rs.getInput()), g.shape) == Kind::Row &&

@@ -79,3 +79,52 @@ func.func @bias_batch1(%b: tensor<50xf32>, %x: tensor<1x50xf32>) -> tensor<1x50x
   %1 = ntorch.unary relu %0 : tensor<1x50xf32> -> tensor<1x50xf32>
   return %1 : tensor<1x50xf32>
 }
+
+// -----
+
+// Rows wider than 2048 elements fuse while the tiles of a block of rows fit the fused-row
+// budget (96 KiB per partition): softmax over 4096 f32 columns keeps the input tile and
+// one reused work tile (x - max, exp and the product are computed in place): 32 KiB.
+// The lowering takes two blocks per iteration when two blocks' tiles fit the budget.
+// CHECK-LABEL: func @softmax_wide
+// CHECK: ntorch.fusion %arg0 : tensor<256x4096xf32> -> tensor<256x4096xf32>
+// CHECK: ntorch.reduce max
+// CHECK: ntorch.reduce sum
+// NISA-LABEL: func @softmax_wide
+// NISA-NOT: nisa.loop
+// NISA-COUNT-2: nisa.tensor_reduce max
+// NISA-NOT: nisa.tensor_reduce max
+// NISA: return
+func.func @softmax_wide(%x: tensor<256x4096xf32>) -> tensor<256x4096xf32> {
+  %m = ntorch.reduce max %x [1] {keepdim} : tensor<256x4096xf32> -> tensor<256x1xf32>
+  %d = ntorch.binary sub %x, %m : tensor<256x4096xf32>, tensor<256x1xf32> -> tensor<256x4096xf32>
+  %e = ntorch.unary exp %d : tensor<256x4096xf32> -> tensor<256x4096xf32>
+  %s = ntorch.reduce sum %e [1] {keepdim} : tensor<256x4096xf32> -> tensor<256x1xf32>
+  %r = ntorch.unary reciprocal %s : tensor<256x1xf32> -> tensor<256x1xf32>
+  %y = ntorch.binary mul %e, %r : tensor<256x4096xf32>, tensor<256x1xf32> -> tensor<256x4096xf32>
+  return %y : tensor<256x4096xf32>
+}
+
+// -----
+
+// Rows of 16384 f32 (64 KiB per tile, 128 KiB with the work tile) exceed the budget: the
+// row max is a fusion of its own (its input tile alone fits), and so is the row sum; the
+// elementwise ops between them read and write HBM.
+// CHECK-LABEL: func @softmax_too_wide
+// CHECK: ntorch.fusion %arg0 : tensor<128x16384xf32> -> tensor<128x1xf32>
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: ntorch.reduce max
+// CHECK-NEXT: ntorch.reshape
+// CHECK-NEXT: ntorch.yield
+// CHECK: ntorch.unary exp
+// CHECK-NEXT: ntorch.yield
+// CHECK: ntorch.reduce sum
+func.func @softmax_too_wide(%x: tensor<128x16384xf32>) -> tensor<128x16384xf32> {
+  %m = ntorch.reduce max %x [1] {keepdim} : tensor<128x16384xf32> -> tensor<128x1xf32>
+  %d = ntorch.binary sub %x, %m : tensor<128x16384xf32>, tensor<128x1xf32> -> tensor<128x16384xf32>
+  %e = ntorch.unary exp %d : tensor<128x16384xf32> -> tensor<128x16384xf32>
+  %s = ntorch.reduce sum %e [1] {keepdim} : tensor<128x16384xf32> -> tensor<128x1xf32>
+  %r = ntorch.unary reciprocal %s : tensor<128x1xf32> -> tensor<128x1xf32>
+  %y = ntorch.binary mul %e, %r : tensor<128x16384xf32>, tensor<128x1xf32> -> tensor<128x16384xf32>
+  return %y : tensor<128x16384xf32>
+}

@@ -71,6 +71,7 @@ private:
   int64_t rows = 0, cols = 0;
   bool reduces = false;
   int64_t free = 0;
+  int64_t rowBytes = 0; // SBUF bytes per partition of a block's tiles (wide fused rows)
   SmallVector<Value> buffers;
   DenseMap<Value, Value> tiles;
   llvm::SmallPtrSet<Value, 8> shared; // values whose tile is another value's too
@@ -334,9 +335,16 @@ LogicalResult FusionLowering::analyze() {
   rowShape = shape;
   rowShape.back() = 1;
   free = reduces ? shape.back() : e.maxTileFree(widest);
-  if (reduces && shape.back() > e.maxTileFree(4) * 2)
-    return op.emitOpError("fuses a reduction over rows of ") << shape.back()
-                                                              << " elements, more than a tile";
+  if (reduces && shape.back() > ntorch::kFusedRowAlwaysFits) {
+    SmallVector<Operation *> ops;
+    for (Operation &o : body.without_terminator())
+      ops.push_back(&o);
+    rowBytes = ntorch::fusedRowBytes(ops, shape.back());
+    if (rowBytes > ntorch::kFusedRowBudgetBytes)
+      return op.emitOpError("fuses a reduction over rows of ")
+             << shape.back() << " elements whose tiles take " << rowBytes
+             << " bytes per partition, more than " << ntorch::kFusedRowBudgetBytes;
+  }
   return success();
 }
 
@@ -451,7 +459,11 @@ LogicalResult FusionLowering::run() {
   if (reduces) {
     // A reduction's blocks are dependence chains across engines (reduce, then use the
     // row value): two blocks per iteration, interleaved, keep the engines overlapped.
-    tiling->emitGroups(e, loc, kInterleavedBlocks, [&](ArrayRef<RowBlock> blocks) {
+    // (one block per iteration where two blocks' whole rows would not fit)
+    int64_t group = kInterleavedBlocks * rowBytes <= ntorch::kFusedRowBudgetBytes
+                        ? kInterleavedBlocks
+                        : 1;
+    tiling->emitGroups(e, loc, group, [&](ArrayRef<RowBlock> blocks) {
       if (succeeded(status))
         status = emitGroup(blocks);
     });

@@ -22,6 +22,46 @@ bool neuron::ntorch::isBroadcastableTo(ArrayRef<int64_t> from, ArrayRef<int64_t>
   return true;
 }
 
+int64_t neuron::ntorch::fusedRowBytes(ArrayRef<Operation *> ops, int64_t cols) {
+  llvm::DenseMap<Operation *, size_t> index;
+  for (auto [i, o] : llvm::enumerate(ops))
+    index[o] = i;
+  auto bytesOf = [&](Value v) -> int64_t {
+    auto t = cast<ShapedType>(v.getType());
+    int64_t elem = std::max<int64_t>(1, t.getElementType().getIntOrFloatBitWidth() / 8);
+    // (a reduction's result is a row value whatever its last dim: rows may number cols)
+    bool full = t.getRank() > 0 && t.getShape().back() == cols && !v.getDefiningOp<ReduceOp>();
+    return (full ? cols : 1) * elem;
+  };
+  auto lastUseIs = [&](Value v, Operation *o) {
+    return llvm::all_of(v.getUsers(), [&](Operation *user) {
+      auto it = index.find(user);
+      return it != index.end() && it->second <= index[o];
+    });
+  };
+  int64_t total = 0;
+  llvm::DenseSet<Value> loaded;
+  for (Operation *o : ops) {
+    for (Value in : o->getOperands())
+      if (!index.count(in.getDefiningOp()) && loaded.insert(in).second)
+        total += bytesOf(in);
+    if (isa<ReshapeOp>(o))
+      continue;
+    for (Value r : o->getResults()) {
+      bool reuses = llvm::any_of(o->getOperands(), [&](Value in) {
+        Operation *def = in.getDefiningOp();
+        return def && index.count(def) && !isa<ConstantOp, ReshapeOp>(def) &&
+               cast<ShapedType>(in.getType()).getElementType() ==
+                   cast<ShapedType>(r.getType()).getElementType() &&
+               bytesOf(in) == bytesOf(r) && lastUseIs(in, o);
+      });
+      if (!reuses)
+        total += bytesOf(r);
+    }
+  }
+  return total;
+}
+
 /// A float converted to an integer of `width` bits as torch's .to() does on x86-64, which is
 /// how the simulator converts too (runtime/simulator/functional/Numerics.h): truncation toward
 /// zero; NaN, infinities and values out of range give INT64_MIN for 64 bits; narrower types

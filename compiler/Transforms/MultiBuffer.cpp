@@ -44,10 +44,39 @@ struct NeuronMultiBufferPass : impl::NeuronMultiBufferBase<NeuronMultiBufferPass
         int64_t n = std::min<int64_t>(loop.getCount(), sbuf ? kMaxSbufBuffers : kMaxPsumBuffers);
         while (n > 1 && n * bytes > budget)
           --n;
-        for (memref::AllocOp alloc : allocs)
-          if (n > 1)
-            alloc->setAttr(ntile::kBuffersAttr,
-                           IntegerAttr::get(IntegerType::get(&getContext(), 64), n));
+        auto setBuffers = [&](memref::AllocOp alloc, int64_t count) {
+          alloc->setAttr(ntile::kBuffersAttr,
+                         IntegerAttr::get(IntegerType::get(&getContext(), 64), count));
+        };
+        if (n > 1) {
+          for (memref::AllocOp alloc : allocs)
+            setBuffers(alloc, n);
+          continue;
+        }
+        // A body too large to multi-buffer whole (wide rows) still double-buffers the
+        // tiles it loads from HBM, if that fits twice the budget: the next iteration's
+        // loads then overlap this one's compute.
+        if (!sbuf || loop.getCount() < 2)
+          continue;
+        SmallVector<memref::AllocOp> loaded;
+        int64_t loadedBytes = 0;
+        for (memref::AllocOp alloc : allocs) {
+          bool isLoad = llvm::any_of(alloc->getUsers(), [&](Operation *user) {
+            auto dma = dyn_cast<ntile::DmaOp>(user);
+            return dma && dma.getTarget() == alloc.getResult() &&
+                   ntile::getMemSpace(cast<MemRefType>(dma.getSource().getType())) ==
+                       MemSpace::hbm;
+          });
+          if (!isLoad)
+            continue;
+          MemRefType type = alloc.getType();
+          int64_t b = type.getDimSize(1) * ntile::getElementBytes(type.getElementType());
+          loadedBytes += (b + align - 1) / align * align;
+          loaded.push_back(alloc);
+        }
+        if (!loaded.empty() && bytes + loadedBytes <= 2 * budget)
+          for (memref::AllocOp alloc : loaded)
+            setBuffers(alloc, 2);
       }
     });
   }

@@ -6,9 +6,12 @@ no dropout, query and key lengths equal and a multiple of 128 (up to 16384 in bf
 8192 in fp32 at head dim 128), head dim <= 128, one float dtype, query heads a multiple of
 the key/value heads (GQA) - by the op
 `neuronsim::attention`, whose kernel is spliced into the graph's program: the S x S scores
-never reach HBM. Its backward recomputes the probabilities with PyTorch ops (the attention
-backward AOTAutograd would otherwise decompose), so training works as before. Anything
-else stays as it is (and is decomposed into core ATen ops as before)."""
+never reach HBM. Its backward is the attention_backward kernel
+(neuronsim/kernels/attention_backward.py, op `neuronsim::attention_backward`), from the
+forward's log-sum-exp; with a mask, or where that kernel's tiles would not fit SBUF, the
+backward recomputes the probabilities with PyTorch ops (the attention backward AOTAutograd
+would otherwise decompose). Anything else stays as it is (and is decomposed into core ATen
+ops as before)."""
 
 from __future__ import annotations
 
@@ -21,14 +24,23 @@ import torch
 
 from . import kernels
 from .kernels.attention import attention, mask_lowest
+from .kernels.attention_backward import attention_backward
+from .kernels.attention_backward import sbuf_bytes as backward_sbuf_bytes
 
 FUSED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 
 
 @kernels.jit(name="attention")
 def attention_kernel(q, k, v, causal: bool, scale: float):
-    """q [heads, seq, d], k and v [kv_heads, seq, d] -> [heads, seq, d]."""
-    return attention(q, k, v, transposed=False, causal=causal, scale=scale)
+    """q [heads, seq, d], k and v [kv_heads, seq, d] -> the output [heads, seq, d] and the
+    log-sum-exp of each query's scaled scores [heads, seq, 1] (float32, for the backward)."""
+    return attention(q, k, v, transposed=False, causal=causal, scale=scale, lse=True)
+
+
+@kernels.jit(name="attention_backward")
+def attention_backward_kernel(q, k, v, o, lse, grad, causal: bool, scale: float):
+    """The gradients of attention_kernel's output with respect to q, k and v."""
+    return attention_backward(q, k, v, o, lse, grad, causal=causal, scale=scale)
 
 
 @kernels.jit(name="attention_masked")
@@ -38,9 +50,10 @@ def attention_masked_kernel(q, k, v, mask, scale: float):
     return attention(q, k, v, transposed=False, causal=False, scale=scale, mask=mask)
 
 
-def _setup_context(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
+def _setup_context(ctx: Any, inputs: tuple, output: tuple) -> None:
     q, k, v, causal, scale = inputs
-    ctx.save_for_backward(q, k, v, output)
+    out, lse = output
+    ctx.save_for_backward(q, k, v, out, lse)
     ctx.causal, ctx.scale = causal, scale
 
 
@@ -50,10 +63,38 @@ def _setup_masked_context(ctx: Any, inputs: tuple, output: torch.Tensor) -> None
     ctx.causal, ctx.scale = False, scale
 
 
-def _backward(ctx: Any, grad: torch.Tensor) -> tuple:
+# SBUF bytes per partition the backward kernel may keep (of trn1's 192 KiB, the smallest).
+_BACKWARD_SBUF_BYTES = 128 * 1024
+
+
+def _kernel_backward(ctx: Any, grad: torch.Tensor, grad_lse: torch.Tensor | None) -> tuple:
+    """neuronsim::attention's backward: the attention_backward kernel (FlashAttention-2's
+    backward on chip), or, where its tiles would not fit SBUF (long sequences) or the scale
+    is not positive, the PyTorch ops of _backward. The log-sum-exp output is internal to
+    fused_attention: nothing reads it, so its gradient is none (or zeros)."""
+    q, k, v, out, lse = ctx.saved_tensors
+    _, seq, d = q.shape
+    if ctx.scale > 0 and backward_sbuf_bytes(seq, d) <= _BACKWARD_SBUF_BYTES:
+        dq, dk, dv = attention_backward_op(q, k, v, out, lse, grad.contiguous(), ctx.causal,
+                                           ctx.scale)
+        return dq, dk, dv, None, None
+    return _backward(ctx, grad, saved=(q, k, v, out))
+
+
+def attention_backward_flops(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                             o: torch.Tensor, lse: torch.Tensor, grad: torch.Tensor,
+                             causal: bool, scale: float) -> int:
+    """Useful FLOPs of the backward: Q K^T recomputed, dO V^T, P^T dO, dS K and dS^T Q over
+    the visible scores (half of them when causal)."""
+    heads, seq, d = q.shape
+    full = 10 * heads * seq * seq * d
+    return full // 2 if causal else full
+
+
+def _backward(ctx: Any, grad: torch.Tensor, *_: Any, saved: tuple | None = None) -> tuple:
     """The attention backward from recomputed probabilities, in fp32 (PyTorch ops, which
     AOTAutograd traces into the backward graph)."""
-    q, k, v, out, *mask = ctx.saved_tensors
+    q, k, v, out, *mask = ctx.saved_tensors if saved is None else saved
     heads, seq, d = q.shape
     kv_heads = k.shape[0]
     group = heads // kv_heads
@@ -91,8 +132,11 @@ def attention_flops(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
     return full // 2 if causal else full
 
 
-attention_op = kernels.torch_op("neuronsim::attention", attention_kernel,
-                                backward=_backward, setup_context=_setup_context,
+attention_backward_op = kernels.torch_op("neuronsim::attention_backward",
+                                         attention_backward_kernel, num_outputs=3,
+                                         flops=attention_backward_flops)
+attention_op = kernels.torch_op("neuronsim::attention", attention_kernel, num_outputs=2,
+                                backward=_kernel_backward, setup_context=_setup_context,
                                 flops=attention_flops)
 
 
@@ -139,7 +183,7 @@ def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
     *lead, heads, seq, d = q.shape
     qs, ks, vs = q.reshape(-1, seq, d), k.reshape(-1, seq, d), v.reshape(-1, seq, d)
     if mask is None:
-        out = attention_op(qs, ks, vs, causal, scale)
+        out, _ = attention_op(qs, ks, vs, causal, scale)
     else:
         out = attention_masked_op(qs, ks, vs, _additive_mask(mask, q), scale)
     return out.reshape(*lead, heads, seq, d)

@@ -117,6 +117,71 @@ def test_fused_sdpa_trains_like_eager(dtype):
         torch.testing.assert_close(g.float(), e.float(), **tol)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("causal,heads,kv_heads", [(True, 4, 2), (False, 2, 2)],
+                         ids=["causal-gqa", "full"])
+def test_fused_sdpa_backward_is_the_attention_backward_kernel(dtype, causal, heads, kv_heads,
+                                                              tmp_path):
+    """The backward graph runs neuronsim::attention_backward (FlashAttention-2's backward on
+    chip, P recomputed from the forward's log-sum-exp): no S x S matmul or softmax in any
+    graph, and the gradients match eager's."""
+    torch.manual_seed(3)
+    q = torch.randn(1, heads, 384, 64, dtype=dtype, requires_grad=True)
+    k, v = (torch.randn(1, kv_heads, 384, 64, dtype=dtype, requires_grad=True)
+            for _ in range(2))
+    w = torch.randn(1, heads, 384, 64, dtype=dtype)
+
+    def loss(q, k, v):
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=causal,
+                                             enable_gqa=heads != kv_heads)
+        return (out.float() * w.float()).sum()
+
+    def grads(fn):
+        for t in (q, k, v):
+            t.grad = None
+        fn(q, k, v).backward()
+        return [t.grad.clone() for t in (q, k, v)]
+
+    expected = grads(loss)
+    got = grads(torch.compile(loss, backend="neuron", dynamic=False,
+                              options={"dump_dir": str(tmp_path)}))
+    tol = TOL[dtype] if dtype == torch.float32 else dict(atol=5e-2, rtol=3e-2)
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g.float(), e.float(), **tol)
+    kernels = []
+    for root, _, files in os.walk(tmp_path):
+        if "graph.json" in files:
+            with open(os.path.join(root, "graph.json")) as f:
+                nodes = json.load(f)["nodes"]
+            kernels += [n["name"] for n in nodes if n["target"] == "neuronsim.kernel.default"]
+    assert sorted(kernels) == ["attention", "attention_backward"]
+    assert not any("bmm" in t or "softmax" in t for t in _graph_targets(tmp_path))
+
+
+def test_attention_backward_without_room_recomputes_with_torch_ops(monkeypatch, tmp_path):
+    """Where the backward kernel's tiles would not fit SBUF (long sequences), the backward
+    recomputes the probabilities with PyTorch ops (matmuls and softmax in the backward
+    graph) and still matches eager."""
+    import neuronsim.attention as attention
+
+    monkeypatch.setattr(attention, "_BACKWARD_SBUF_BYTES", 0)
+    torch.manual_seed(4)
+    leaves = [torch.randn(1, 2, 256, 32, requires_grad=True) for _ in range(3)]
+
+    def loss(q, k, v):
+        return (F.scaled_dot_product_attention(q, k, v, is_causal=True) ** 2).sum()
+
+    loss(*leaves).backward()
+    expected = [t.grad.clone() for t in leaves]
+    for t in leaves:
+        t.grad = None
+    torch.compile(loss, backend="neuron", dynamic=False,
+                  options={"dump_dir": str(tmp_path)})(*leaves).backward()
+    for t, e in zip(leaves, expected):
+        torch.testing.assert_close(t.grad, e, **TOL[torch.float32])
+    assert any("bmm" in t for t in _graph_targets(tmp_path))
+
+
 def test_only_exact_cases_are_fused():
     def graph(fn, *inputs):  # the Dynamo graph the backend receives
         captured = []

@@ -76,7 +76,7 @@ def mask_lowest(dtype: torch.dtype) -> float:
 
 
 def attention(q, k, v, *, transposed: bool, causal: bool = True, scale: float | None = None,
-              key_tile: int = 1024, mask=None):
+              key_tile: int = 1024, mask=None, lse: bool = False):
     """The attention of q, k, v in a kernel being traced (call it from a @kernels.jit
     function); returns the output [heads, seq, d] in HBM. q is [heads, d, seq] (transposed)
     or [heads, seq, d]; k likewise with kv_heads (heads a multiple of kv_heads: query head h
@@ -84,7 +84,9 @@ def attention(q, k, v, *, transposed: bool, causal: bool = True, scale: float | 
     additive mask [masks, seq (queries), seq (keys)] in v's dtype (heads a multiple of
     masks: head h adds mask h // (heads / masks)), with causal=False, finite:
     mask_lowest stands for -inf (a query whose keys all have it gets 0), other values are
-    at least half of it."""
+    at least half of it. lse=True (no mask) also returns the log-sum-exp of each query's
+    scaled scores (what attention_backward recomputes P from), float32 [heads, 128, seq /
+    128]: query b * 128 + p of head h at [h, p, b], as the kernel's tiles hold them."""
     if transposed:
         heads, d, seq = q.shape
         kv_heads = k.shape[0]
@@ -116,7 +118,14 @@ def attention(q, k, v, *, transposed: bool, causal: bool = True, scale: float | 
     # with a mask, Q is scaled on chip so that the mask is added as it is
     q_factor, e_scale = softmax_factors(scale) if mask is None else (scale, 1.0)
     blocks, dv = seq // 128, d + 1  # V blocks carry a column of ones: dv columns each
+    if lse and mask is not None:
+        raise error("attention returns the log-sum-exp only without a mask")
     o = nl.ndarray((heads, seq, d), dtype=v.dtype, buffer=nl.shared_hbm)
+    lse_out = None
+    if lse:  # the row sums and -e_scale * max of every query block, for one log at the end
+        lse_out = nl.ndarray((heads, 128, seq // 128), dtype=nl.float32, buffer=nl.shared_hbm)
+        row_sums = nl.ndarray((128, heads * (seq // 128)), dtype=nl.float32, buffer=nl.sbuf)
+        row_negs = nl.ndarray((128, heads * (seq // 128)), dtype=nl.float32, buffer=nl.sbuf)
     gpsimd, scalar, vector = nisa.engine.gpsimd, nisa.engine.scalar, nisa.engine.vector
     i_p, i_f = nl.mgrid[0:128, 0:128]
     # The diagonal block's mask, transposed (key p is hidden from query f when p > f): its
@@ -302,6 +311,10 @@ def attention(q, k, v, *, transposed: bool, causal: bool = True, scale: float | 
             r = nisa.tensor_tensor(seen, row.acc[:, d:dv], op=nl.divide, engine=vector)
             out = nisa.tensor_tensor(row.acc[:, 0:d], r, op=nl.multiply, dtype=v.dtype,
                                      engine=charge(vector, d))
+        if last and lse_out is not None:  # (kept; the log is taken once, at the end)
+            col = h * blocks + qi
+            row_sums[:, col:col + 1] = nisa.tensor_copy(row.acc[:, d:dv], engine=vector)
+            row_negs[:, col:col + 1] = nisa.tensor_copy(row.neg, engine=gpsimd)
         if last:
             for p0 in range(0, 128, 16):  # eight transfers: the last one ends the kernel
                 nl.store(o[h, qi * 128 + p0:qi * 128 + p0 + 16, :], value=out[p0:p0 + 16, :])
@@ -318,6 +331,12 @@ def attention(q, k, v, *, transposed: bool, causal: bool = True, scale: float | 
                     yield unit(h, qi, sum(widths[:i]), widths[i], row)
 
     _schedule(units())
+    if lse:  # log(row sum) + e_scale * max, one store per head
+        lse_all = nisa.tensor_tensor(nisa.activation(op=nl.log, data=row_sums), row_negs,
+                                     op=nl.subtract, engine=gpsimd)
+        for h in range(heads):
+            nl.store(lse_out[h], value=lse_all[:, h * blocks:(h + 1) * blocks])
+        return o, lse_out
     return o
 
 

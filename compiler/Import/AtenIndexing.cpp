@@ -403,6 +403,28 @@ static Value scatterAlong(NodeContext &ctx, const std::string &op, Value self, i
   return ctx.reshape(out, shape);
 }
 
+/// gather(x, dim, index): out[i...] = x[i... with coordinate dim = index[i...]], as an
+/// indirect DMA gather of single elements from x flattened, at scatter's positions (index
+/// bounds-checked, smaller than x outside dim allowed): its cost grows with the gathered
+/// elements, not with size(dim).
+Values gather(NodeContext &ctx) {
+  Value x = ctx.tensor(0), index = ctx.tensor(2);
+  auto xt = typeOf(x), it = typeOf(index);
+  if (xt.getRank() == 0) {
+    x = ctx.reshape(x, {1});
+    index = ctx.reshape(index, {1});
+  }
+  int64_t dim = ctx.dim(ctx.integer(1, "dim", 0), typeOf(x).getRank());
+  int64_t n = it.getNumElements();
+  if (n == 0)
+    return {ctx.splat(RankedTensorType::get(it.getShape(), xt.getElementType()), 0.0)};
+  Value positions = scatterPositions(ctx, x, index, dim, "gather");
+  Value table = ctx.reshape(x, {xt.getNumElements(), 1});
+  Value picked = ctx.b.create<nt::GatherRowsOp>(
+      ctx.loc, RankedTensorType::get({n, 1}, xt.getElementType()), table, positions);
+  return {ctx.reshape(picked, it.getShape())};
+}
+
 Values scatterSrc(NodeContext &ctx) {
   return {scatterAlong(ctx, "scatter", ctx.tensor(0), ctx.integer(1, "dim", 0), ctx.tensor(2),
                        ctx.tensor(3), std::nullopt, std::nullopt, true)};

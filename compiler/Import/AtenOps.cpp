@@ -135,7 +135,7 @@ const Entry kAtenOps[] = {
     {"aten.fmod.Tensor", fmodOp, "ALU fmod (floats); integer division, multiply, subtract (Vector)"},
     {"aten.full.default", full, "constant"},
     {"aten.full_like.default", fullLike, "constant"},
-    {"aten.gather.default", gather, "one-hot select and row sum (Vector)"},
+    {"aten.gather.default", gather, "indirect DMA gather of elements (positions on Vector)"},
     {"aten.ge.Scalar", binary<BinaryFn::ge>, "elementwise ALU op (Vector)"},
     {"aten.ge.Tensor", binary<BinaryFn::ge>, "elementwise ALU op (Vector)"},
     {"aten.gelu.default", gelu, "activation (Scalar)"},

@@ -225,44 +225,6 @@ static SmallVector<int64_t> inversePerm(ArrayRef<int64_t> perm) {
   return inv;
 }
 
-/// gather(x, dim, index): out[..., k] = x[..., index[..., k]] along `dim`, as a one-hot
-/// select and a sum over the gathered dim: [..., K, 1] == [..., 1, C] -> [..., K, C].
-/// Indices are bounds-checked (boundsCheckedZeros).
-Values gather(NodeContext &ctx) {
-  Value x = ctx.tensor(0), index = ctx.tensor(2);
-  ctx.requireRankAtLeast(x, 1, "gather's input");
-  auto xt = typeOf(x);
-  int64_t rank = xt.getRank(), dim = ctx.dim(ctx.integer(1, "dim", 0), rank);
-  if (typeOf(index).getRank() != rank)
-    throw ImportError("gather index must have the input's rank");
-  if (!isa<IntegerType>(typeOf(index).getElementType()))
-    throw ImportError("gather's index must be an integer tensor");
-  ctx.requireExpandable(xt.getDimSize(dim), "gather's positions");
-  SmallVector<int64_t> perm = lastDimPerm(dim, rank);
-  if (!perm.empty()) {
-    x = ctx.permute(x, perm);
-    index = ctx.permute(index, perm);
-  }
-  auto it = typeOf(index);
-  for (int64_t d = 0; d + 1 < rank; ++d)
-    if (it.getDimSize(d) != typeOf(x).getDimSize(d))
-      throw ImportError("gather with an index smaller than the input outside `dim` is not supported");
-  int64_t c = typeOf(x).getShape().back(), k = it.getShape().back();
-  SmallVector<int64_t> idxShape(it.getShape()), xShape(typeOf(x).getShape());
-  idxShape.push_back(1);
-  xShape.insert(xShape.end() - 1, 1);
-  Value hit = ctx.binary(ntorch::BinaryFn::eq, ctx.reshape(index, idxShape),
-                         positions(ctx, c, rank + 1, it.getElementType()));
-  Value zero = boundsCheckedZeros(ctx, index, c, xt.getElementType());
-  SmallVector<int64_t> selShape(it.getShape());
-  selShape.push_back(c);
-  Value picked = ctx.b.create<nt::SelectOp>(ctx.loc, RankedTensorType::get(selShape, xt.getElementType()),
-                                            hit, ctx.reshape(x, xShape), zero);
-  Value y = ctx.reduce(ntorch::ReduceFn::sum, picked, {rank}, false);
-  (void)k;
-  return {perm.empty() ? y : ctx.permute(y, inversePerm(perm))};
-}
-
 /// arange(start, end, step) folds to a constant: shapes are static.
 Values arange(NodeContext &ctx) {
   RankedTensorType rt = ctx.resultType();

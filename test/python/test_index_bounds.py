@@ -1,8 +1,9 @@
 """Index bounds are checked on the device the way eager checks them: an error, not a value.
 
-gather (and cross_entropy, which Dynamo decomposes into a gather of the labels) selects with
-a one-hot mask; an index outside the gathered dimension would select nothing and return 0.
-The importer reads the indices through an indirect DMA gather, which validates each one."""
+gather (and cross_entropy, which Dynamo decomposes into a gather of the labels) reads its
+elements by an indirect DMA gather from the input flattened, where an index outside the
+gathered dimension could land in another row; the importer first reads the indices through
+an indirect DMA gather from a table of that dimension's size, which validates each one."""
 
 import pytest
 import torch

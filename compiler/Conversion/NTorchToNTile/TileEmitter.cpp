@@ -15,6 +15,9 @@ namespace neuron::compiler {
 static constexpr int64_t kTileBytesPerPartition = 8192;
 /// Elements per partition of one HBM -> HBM copy chunk.
 static constexpr int64_t kCopyChunk = 16384;
+/// Bytes per partition row of a contiguous copy with short rows, flattened (HARDWARE.md:
+/// DMA descriptors of 2 KiB or more approach the queue's bandwidth).
+static constexpr int64_t kFlatCopyRowBytes = 2048;
 
 std::optional<double> splatValue(Value v) {
   DenseElementsAttr attr;
@@ -176,6 +179,31 @@ void TileEmitter::copyStrided(Location loc, Value source, int64_t sourceOffset,
   auto norm = [](ArrayRef<int64_t> st) {
     return st.empty() ? SmallVector<int64_t>{0} : SmallVector<int64_t>(st);
   };
+  // A copy of contiguous bytes whose rows are short (such as [N, 1]) is the same bytes as
+  // rows of 2 KiB: copied that way, each DMA moves 128 such rows, not 128 short ones.
+  int64_t numel = 1;
+  for (int64_t d : shape)
+    numel *= d;
+  int64_t bytes = ntile::getElementBytes(cast<MemRefType>(target.getType()).getElementType());
+  int64_t row = std::max<int64_t>(512, kFlatCopyRowBytes / bytes);
+  auto contiguous = [&](ArrayRef<int64_t> st) {
+    SmallVector<int64_t> want = contiguousStrides(atLeast1D(shape));
+    SmallVector<int64_t> have = norm(st);
+    for (size_t d = 0; d < want.size(); ++d)
+      if (atLeast1D(shape)[d] > 1 && have[d] != want[d])
+        return false;
+    return true;
+  };
+  if (!shape.empty() && shape.back() < row && numel >= row * this->target.partitions &&
+      contiguous(sourceStrides) && contiguous(targetStrides)) {
+    int64_t rows = numel / row, rest = numel % row;
+    copyStrided(loc, source, sourceOffset, {row, 1}, target, targetOffset, {row, 1},
+                {rows, row});
+    if (rest > 0)
+      copyStrided(loc, source, sourceOffset + rows * row, {1}, target,
+                  targetOffset + rows * row, {1}, {rest});
+    return;
+  }
   RowTiling tiling(atLeast1D(shape), {norm(sourceStrides), norm(targetStrides)}, this->target.partitions);
   tiling.emit(*this, loc, kCopyChunk,
               [&](const RowBlock &block, const Offset &col0, int64_t cols) {

@@ -20,3 +20,17 @@ func.func @scatter(%x: tensor<300x40xf32>, %i: tensor<200xi64>, %v: tensor<200x4
   %0 = ntorch.scatter_rows %x[%i] = %v accumulate add : tensor<300x40xf32>, tensor<200xi64>, tensor<200x40xf32>
   return %0 : tensor<300x40xf32>
 }
+
+// A table of single elements ([N, 1], as gather's and scatter's flattened inputs): the copy
+// of its contiguous bytes runs as rows of 2 KiB (512 f32), 128 rows per DMA, and the 160
+// elements left over, not as DMAs of 128 elements.
+// CHECK-LABEL: func @scatter_elements
+// CHECK: ntile.dma %arg0 <0, {{\[\[}}512, 128], [1, 512]]> to %arg3 <0, {{\[\[}}512, 128], [1, 512]]>
+// CHECK-NEXT: ntile.dma %arg0 <65536, {{\[\[}}512, 67], [1, 512]]> to %arg3 <65536, {{\[\[}}512, 67], [1, 512]]>
+// CHECK-NEXT: ntile.dma %arg0 <99840, {{.*}}> to %arg3 <99840,
+// CHECK-NOT: ntile.dma %arg0
+// CHECK: ntile.scatter
+func.func @scatter_elements(%x: tensor<100000x1xf32>, %i: tensor<8xi64>, %v: tensor<8x1xf32>) -> tensor<100000x1xf32> {
+  %0 = ntorch.scatter_rows %x[%i] = %v : tensor<100000x1xf32>, tensor<8xi64>, tensor<8x1xf32>
+  return %0 : tensor<100000x1xf32>
+}

@@ -6,9 +6,9 @@ no dropout, query and key lengths equal and a multiple of 128 (up to 16384 in bf
 8192 in fp32 at head dim 128), head dim <= 128, one float dtype, query heads a multiple of
 the key/value heads (GQA) - by the op
 `neuronsim::attention`, whose kernel is spliced into the graph's program: the S x S scores
-never reach HBM. Its backward is the attention_backward kernel
-(neuronsim/kernels/attention_backward.py, op `neuronsim::attention_backward`), from the
-forward's log-sum-exp; with a mask, or where that kernel's tiles would not fit SBUF, the
+never reach HBM. Where gradients are needed the op is `neuronsim::attention_lse`, which also
+returns each query's log-sum-exp, and its backward is the attention_backward kernel
+(neuronsim/kernels/attention_backward.py, op `neuronsim::attention_backward`); with a mask, or where that kernel's tiles would not fit SBUF, the
 backward recomputes the probabilities with PyTorch ops (the attention backward AOTAutograd
 would otherwise decompose). Anything else stays as it is (and is decomposed into core ATen
 ops as before)."""
@@ -32,8 +32,14 @@ FUSED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 
 @kernels.jit(name="attention")
 def attention_kernel(q, k, v, causal: bool, scale: float):
-    """q [heads, seq, d], k and v [kv_heads, seq, d] -> the output [heads, seq, d] and the
-    log-sum-exp of each query's scaled scores [heads, seq, 1] (float32, for the backward)."""
+    """q [heads, seq, d], k and v [kv_heads, seq, d] -> [heads, seq, d]."""
+    return attention(q, k, v, transposed=False, causal=causal, scale=scale)
+
+
+@kernels.jit(name="attention_lse")
+def attention_lse_kernel(q, k, v, causal: bool, scale: float):
+    """attention_kernel's output and the log-sum-exp of each query's scaled scores (float32
+    [heads, 128, seq / 128], the kernel's layout), which the backward kernel reads."""
     return attention(q, k, v, transposed=False, causal=causal, scale=scale, lse=True)
 
 
@@ -50,7 +56,13 @@ def attention_masked_kernel(q, k, v, mask, scale: float):
     return attention(q, k, v, transposed=False, causal=False, scale=scale, mask=mask)
 
 
-def _setup_context(ctx: Any, inputs: tuple, output: tuple) -> None:
+def _setup_context(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
+    q, k, v, causal, scale = inputs
+    ctx.save_for_backward(q, k, v, output)
+    ctx.causal, ctx.scale = causal, scale
+
+
+def _setup_lse_context(ctx: Any, inputs: tuple, output: tuple) -> None:
     q, k, v, causal, scale = inputs
     out, lse = output
     ctx.save_for_backward(q, k, v, out, lse)
@@ -68,7 +80,7 @@ _BACKWARD_SBUF_BYTES = 128 * 1024
 
 
 def _kernel_backward(ctx: Any, grad: torch.Tensor, grad_lse: torch.Tensor | None) -> tuple:
-    """neuronsim::attention's backward: the attention_backward kernel (FlashAttention-2's
+    """neuronsim::attention_lse's backward: the attention_backward kernel (FlashAttention-2's
     backward on chip), or, where its tiles would not fit SBUF (long sequences) or the scale
     is not positive, the PyTorch ops of _backward. The log-sum-exp output is internal to
     fused_attention: nothing reads it, so its gradient is none (or zeros)."""
@@ -135,9 +147,12 @@ def attention_flops(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
 attention_backward_op = kernels.torch_op("neuronsim::attention_backward",
                                          attention_backward_kernel, num_outputs=3,
                                          flops=attention_backward_flops)
-attention_op = kernels.torch_op("neuronsim::attention", attention_kernel, num_outputs=2,
-                                backward=_kernel_backward, setup_context=_setup_context,
+attention_op = kernels.torch_op("neuronsim::attention", attention_kernel,
+                                backward=_backward, setup_context=_setup_context,
                                 flops=attention_flops)
+attention_lse_op = kernels.torch_op("neuronsim::attention_lse", attention_lse_kernel,
+                                    num_outputs=2, backward=_kernel_backward,
+                                    setup_context=_setup_lse_context, flops=attention_flops)
 
 
 def attention_masked_flops(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
@@ -182,8 +197,10 @@ def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
     [..., heads, seq, seq]) through neuronsim::attention_masked."""
     *lead, heads, seq, d = q.shape
     qs, ks, vs = q.reshape(-1, seq, d), k.reshape(-1, seq, d), v.reshape(-1, seq, d)
-    if mask is None:
-        out, _ = attention_op(qs, ks, vs, causal, scale)
+    if mask is None and torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
+        out, _ = attention_lse_op(qs, ks, vs, causal, scale)  # (for the backward kernel)
+    elif mask is None:
+        out = attention_op(qs, ks, vs, causal, scale)
     else:
         out = attention_masked_op(qs, ks, vs, _additive_mask(mask, q), scale)
     return out.reshape(*lead, heads, seq, d)

@@ -18,6 +18,10 @@ and bool outputs exactly). An op passes if all its samples pass. Each sample is 
   mismatch      outputs differ from eager
   timeout       more than --timeout seconds
   eager error   eager itself raised on the sample (not counted against the backend)
+In bf16, a forward sample whose outputs differ from eager's also passes when every element is
+as close as eager's (within the tolerance) to the same computation in fp32 rounded to bf16:
+eager's own bf16 rounding differs between CPU kernels (a bf16 conv_transpose2d sample is
+0.79 off its fp32 result on one machine).
 Ops whose outputs are uninitialized memory (empty, empty_like, ...) compare shapes and dtypes.
 sort, argsort and topk (without stable=True) may order equal elements differently from eager,
 as PyTorch leaves that order unspecified: their indices pass if they are distinct and select
@@ -198,7 +202,41 @@ def run_sample(op, sample, dtype, backend: str, timeout: int, backward: bool = F
     why = _compare(got, expected, dtype, values=op.name not in UNDEFINED_VALUES)
     if why and not backward and _same_up_to_ties(op, sample, got, expected, dtype):
         why = None
+    if why and not backward and _closer_than_eager(fn, tensors, got, expected, dtype):
+        why = None
     return ("mismatch", why) if why else ("pass", "")
+
+
+def _closer_than_eager(fn, tensors, got, expected, dtype) -> bool:
+    """In bf16 / fp16, eager's own rounding (which differs between CPU kernels) is no ground
+    truth: outputs that differ from eager's pass if each element is, within the dtype's
+    tolerance, at least as close as eager's to the same computation in fp32 (the sample's
+    values upcast, the fp32 result rounded to the dtype)."""
+    if dtype not in (torch.bfloat16, torch.float16):
+        return False
+    try:
+        with torch.no_grad():
+            reference = fn(*[t.float() if t.dtype == dtype else t for t in tensors])
+    except Exception:  # noqa: BLE001 (an op without an fp32 path on these inputs)
+        return False
+    g_leaves, e_leaves = pytree.tree_leaves(got), pytree.tree_leaves(expected)
+    r_leaves = pytree.tree_leaves(reference)
+    if not len(g_leaves) == len(e_leaves) == len(r_leaves):
+        return False
+    tol = _tolerance(dtype)
+    for g, e, r in zip(g_leaves, e_leaves, r_leaves):
+        if not isinstance(e, torch.Tensor) or not e.dtype.is_floating_point:
+            if _compare(g, e, dtype) is not None:
+                return False
+            continue
+        if not isinstance(r, torch.Tensor) or r.shape != e.shape:
+            return False
+        r = r.to(dtype).double()
+        g_err, e_err = (g.double() - r).abs(), (e.double() - r).abs()
+        allowed = e_err + tol["atol"] + tol["rtol"] * r.abs()
+        if not bool(((g_err <= allowed) | (g.double().isnan() & e.double().isnan())).all()):
+            return False
+    return True
 
 
 def _same_up_to_ties(op, sample, got, expected, dtype) -> bool:

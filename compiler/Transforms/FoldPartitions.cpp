@@ -1,5 +1,6 @@
 // The neuron-fold-partitions pass: elementwise ops over few rows are viewed as [p k, n / (p k)]
-// so that their tiles use all SBUF partitions.
+// so that their tiles use all SBUF partitions, and reductions of long rows into few rows are
+// split in two (across partitions, then along them).
 #include "compiler/Passes.h"
 #include "dialects/NTorch/IR/NTorchOps.h"
 
@@ -30,6 +31,9 @@ int64_t rowsOf(RankedTensorType t) {
 /// dtypes), so each partition's DMA descriptor stays well above the 2 KiB that reaches full
 /// bandwidth while a double-buffered tile still fits SBUF many times over.
 constexpr int64_t kFoldedRow = 8192;
+
+/// Shortest reduced length (elements per row) that splitReduction spreads over partitions.
+constexpr int64_t kSplitReductionMin = 4096;
 
 /// The largest divisor of n that is at most limit.
 int64_t largestDivisorAtMost(int64_t n, int64_t limit) {
@@ -71,6 +75,55 @@ struct FoldPartitions : impl::NeuronFoldPartitionsBase<FoldPartitions> {
     }
     for (Operation *op : folded)
       fold(op, *foldedShape(op));
+    getOperation().walk([&](nt::ReduceOp op) { splitReduction(op); });
+  }
+
+  /// A reduction of long trailing dims into few rows (a loss's sum, a mean over a whole
+  /// tensor) reduces each row on one partition: [R, L] becomes [R, k, L / k] reduced along
+  /// its last dim (R k rows on as many partitions), then along k. (fp32 sums are
+  /// reassociated, as eager's vectorized sums are; max, min and integer sums are exact.)
+  void splitReduction(nt::ReduceOp op) {
+    auto in = dyn_cast<RankedTensorType>(op.getInput().getType());
+    if (!in || !in.hasStaticShape() || in.getRank() == 0)
+      return;
+    // A sum in a float narrower than fp32 is rounded once, from fp32: partial sums in its
+    // own dtype would be rounded twice.
+    if (op.getFn() == nt::ReduceFn::sum && isa<FloatType>(in.getElementType()) &&
+        in.getElementType().getIntOrFloatBitWidth() < 32)
+      return;
+    ArrayRef<int64_t> dims = op.getDims();
+    int64_t rank = in.getRank(), first = rank - int64_t(dims.size());
+    SmallVector<int64_t> sorted(dims);
+    llvm::sort(sorted);
+    for (auto [i, d] : llvm::enumerate(sorted))
+      if (d != first + int64_t(i))
+        return; // (not a trailing suffix)
+    int64_t rows = 1, length = 1;
+    for (int64_t d = 0; d < rank; ++d)
+      (d < first ? rows : length) *= in.getDimSize(d);
+    if (rows * 2 > partitions || length < kSplitReductionMin)
+      return;
+    int64_t k = largestDivisorAtMost(length, partitions / rows);
+    if (k < 8)
+      return;
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    Type et = in.getElementType(), rt = cast<RankedTensorType>(op.getType()).getElementType();
+    SmallVector<int64_t> lead(in.getShape().take_front(first));
+    SmallVector<int64_t> split(lead), partial(lead);
+    split.append({k, length / k});
+    partial.push_back(k);
+    Value x = b.create<nt::ReshapeOp>(loc, RankedTensorType::get(split, et), op.getInput());
+    auto inner = b.create<nt::ReduceOp>(loc, RankedTensorType::get(partial, rt), op.getFnAttr(), x,
+                                        b.getDenseI64ArrayAttr({int64_t(split.size()) - 1}),
+                                        UnitAttr());
+    auto outer = b.create<nt::ReduceOp>(loc, RankedTensorType::get(lead, rt), op.getFnAttr(),
+                                        inner.getResult(),
+                                        b.getDenseI64ArrayAttr({int64_t(partial.size()) - 1}),
+                                        UnitAttr());
+    Value back = b.create<nt::ReshapeOp>(loc, op.getType(), outer.getResult());
+    op.getResult().replaceAllUsesWith(back);
+    op.erase();
   }
 
   /// [p k, n / (p k)] for an op this pass can fold, nothing otherwise.

@@ -194,30 +194,6 @@ Values indexSelect(NodeContext &ctx) {
   return {ctx.permute(y, inverse)};
 }
 
-/// Positions 0..n-1 along the last dim of a tensor of rank `rank`: shape [1, ..., 1, n].
-static Value positions(NodeContext &ctx, int64_t n, int64_t rank, Type et) {
-  SmallVector<int64_t> shape(rank, 1);
-  shape.back() = n;
-  auto type = RankedTensorType::get(shape, et);
-  SmallVector<APInt> values;
-  for (int64_t i = 0; i < n; ++i)
-    values.push_back(APInt(et.getIntOrFloatBitWidth(), i, true));
-  return ctx.b.create<nt::ConstantOp>(ctx.loc, type,
-                                      cast<ElementsAttr>(DenseElementsAttr::get(type, values)));
-}
-
-/// Moves `dim` last (returns the permutation, empty when already last).
-static SmallVector<int64_t> lastDimPerm(int64_t dim, int64_t rank) {
-  if (dim == rank - 1)
-    return {};
-  SmallVector<int64_t> perm;
-  for (int64_t i = 0; i < rank; ++i)
-    if (i != dim)
-      perm.push_back(i);
-  perm.push_back(dim);
-  return perm;
-}
-
 static SmallVector<int64_t> inversePerm(ArrayRef<int64_t> perm) {
   SmallVector<int64_t> inv(perm.size());
   for (size_t i = 0; i < perm.size(); ++i)

@@ -31,14 +31,17 @@ struct NeuronMultiBufferPass : impl::NeuronMultiBufferBase<NeuronMultiBufferPass
         bool sbuf = space == MemSpace::sbuf;
         int64_t budget = sbuf ? t->sbufBytesPerPartition / 4 : t->psumBytesPerPartition / 2;
         int64_t align = sbuf ? 64 : t->psumBankBytes;
+        auto paddedBytes = [&](memref::AllocOp alloc) {
+          MemRefType type = alloc.getType();
+          int64_t b = type.getDimSize(1) * ntile::getElementBytes(type.getElementType());
+          return (b + align - 1) / align * align;
+        };
         SmallVector<memref::AllocOp> allocs;
         int64_t bytes = 0;
         for (auto alloc : loop.getBody().front().getOps<memref::AllocOp>()) {
-          MemRefType type = alloc.getType();
-          if (ntile::getMemSpace(type) != space)
+          if (ntile::getMemSpace(alloc.getType()) != space)
             continue;
-          int64_t b = type.getDimSize(1) * ntile::getElementBytes(type.getElementType());
-          bytes += (b + align - 1) / align * align;
+          bytes += paddedBytes(alloc);
           allocs.push_back(alloc);
         }
         int64_t n = std::min<int64_t>(loop.getCount(), sbuf ? kMaxSbufBuffers : kMaxPsumBuffers);
@@ -69,9 +72,7 @@ struct NeuronMultiBufferPass : impl::NeuronMultiBufferBase<NeuronMultiBufferPass
           });
           if (!isLoad)
             continue;
-          MemRefType type = alloc.getType();
-          int64_t b = type.getDimSize(1) * ntile::getElementBytes(type.getElementType());
-          loadedBytes += (b + align - 1) / align * align;
+          loadedBytes += paddedBytes(alloc);
           loaded.push_back(alloc);
         }
         if (!loaded.empty() && bytes + loadedBytes <= 2 * budget)

@@ -56,16 +56,10 @@ def attention_masked_kernel(q, k, v, mask, scale: float):
     return attention(q, k, v, transposed=False, causal=False, scale=scale, mask=mask)
 
 
-def _setup_context(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
+def _setup_context(ctx: Any, inputs: tuple, output: torch.Tensor | tuple) -> None:
+    """Saves q, k, v and the output(s): out, or (attention_lse) out and the log-sum-exp."""
     q, k, v, causal, scale = inputs
-    ctx.save_for_backward(q, k, v, output)
-    ctx.causal, ctx.scale = causal, scale
-
-
-def _setup_lse_context(ctx: Any, inputs: tuple, output: tuple) -> None:
-    q, k, v, causal, scale = inputs
-    out, lse = output
-    ctx.save_for_backward(q, k, v, out, lse)
+    ctx.save_for_backward(q, k, v, *(output if isinstance(output, tuple) else (output,)))
     ctx.causal, ctx.scale = causal, scale
 
 
@@ -103,7 +97,7 @@ def attention_backward_flops(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     return full // 2 if causal else full
 
 
-def _backward(ctx: Any, grad: torch.Tensor, *_: Any, saved: tuple | None = None) -> tuple:
+def _backward(ctx: Any, grad: torch.Tensor, saved: tuple | None = None) -> tuple:
     """The attention backward from recomputed probabilities, in fp32 (PyTorch ops, which
     AOTAutograd traces into the backward graph)."""
     q, k, v, out, *mask = ctx.saved_tensors if saved is None else saved
@@ -152,7 +146,7 @@ attention_op = kernels.torch_op("neuronsim::attention", attention_kernel,
                                 flops=attention_flops)
 attention_lse_op = kernels.torch_op("neuronsim::attention_lse", attention_lse_kernel,
                                     num_outputs=2, backward=_kernel_backward,
-                                    setup_context=_setup_lse_context, flops=attention_flops)
+                                    setup_context=_setup_context, flops=attention_flops)
 
 
 def attention_masked_flops(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,

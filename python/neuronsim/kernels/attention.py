@@ -123,9 +123,9 @@ def attention(q, k, v, *, transposed: bool, causal: bool = True, scale: float | 
     o = nl.ndarray((heads, seq, d), dtype=v.dtype, buffer=nl.shared_hbm)
     lse_out = None
     if lse:  # the row sums and -e_scale * max of every query block, for one log at the end
-        lse_out = nl.ndarray((heads, 128, seq // 128), dtype=nl.float32, buffer=nl.shared_hbm)
-        row_sums = nl.ndarray((128, heads * (seq // 128)), dtype=nl.float32, buffer=nl.sbuf)
-        row_negs = nl.ndarray((128, heads * (seq // 128)), dtype=nl.float32, buffer=nl.sbuf)
+        lse_out = nl.ndarray((heads, 128, blocks), dtype=nl.float32, buffer=nl.shared_hbm)
+        row_sums = nl.ndarray((128, heads * blocks), dtype=nl.float32, buffer=nl.sbuf)
+        row_negs = nl.ndarray((128, heads * blocks), dtype=nl.float32, buffer=nl.sbuf)
     gpsimd, scalar, vector = nisa.engine.gpsimd, nisa.engine.scalar, nisa.engine.vector
     i_p, i_f = nl.mgrid[0:128, 0:128]
     # The diagonal block's mask, transposed (key p is hidden from query f when p > f): its

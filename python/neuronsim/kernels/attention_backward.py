@@ -26,12 +26,14 @@ The scale is applied to dQ and dK when they are stored. The query heads of a key
 
 from __future__ import annotations
 
+import itertools
+
+import torch
+
 from . import isa as nisa
 from . import language as nl
 from .attention import _load_rows, _schedule
 from .tracer import error
-
-import torch
 
 
 def sbuf_bytes(seq: int, d: int) -> int:
@@ -77,16 +79,16 @@ def attention_backward(q, k, v, o, lse, do, *, causal: bool, scale: float):
     dq_ps = nl.ndarray((128, d), dtype=nl.float32, buffer=nl.psum)
     dv_ps = nl.ndarray((128, 4 * d), dtype=nl.float32, buffer=nl.psum)
     dk_ps = nl.ndarray((128, 4 * d), dtype=nl.float32, buffer=nl.psum)
-    steps = {"n": 0}
+    step_count = itertools.count()
     # PSUM slots of the transposes made while loading (between the heads' pipelines, when
     # the banks of dS^T and dP are free), used in turn so that several are in flight; their
     # copies alternate between the Scalar and the Vector engine.
     slots = [bank[0:d, j * 128:(j + 1) * 128] for bank in (ds_t, *dp_ring) for j in range(4)]
-    made = {"n": 0}
+    transpose_count = itertools.count()
+
     def transpose_into(dst, rows):
         """dst [d, 128] (SBUF) = rows^T, rows [128, d] in SBUF."""
-        n = made["n"]
-        made["n"] += 1
+        n = next(transpose_count)
         t = slots[n % len(slots)]
         t[...] = nisa.nc_transpose(rows)
         dst[...] = nisa.tensor_copy(t, dtype=dt, engine=(scalar, vector)[n % 2])
@@ -105,7 +107,8 @@ def attention_backward(q, k, v, o, lse, do, *, causal: bool, scale: float):
         return k_rows, k_t, v_t
 
     def load_head(h):
-        """Q and dO rows and transposed, -L and -D of query head h."""
+        """Q and dO rows and transposed, -L and -D of query head h, and its fp32 dQ
+        accumulator."""
         q_rows = nl.ndarray((128, blocks * d), dtype=dt, buffer=nl.sbuf)
         do_rows = nl.ndarray((128, blocks * d), dtype=dt, buffer=nl.sbuf)
         q_t = nl.ndarray((d, seq), dtype=dt, buffer=nl.sbuf)
@@ -125,18 +128,19 @@ def attention_backward(q, k, v, o, lse, do, *, causal: bool, scale: float):
                                       dtype=nl.float32, engine=gpsimd)
             neg_d[:, b:b + 1] = nisa.tensor_reduce(nl.add, prod, axis=1, dtype=nl.float32,
                                                    negate=True, engine=gpsimd)
-        return q_rows, do_rows, q_t, do_t, neg_l, neg_d
+        dq_acc = nl.ndarray((128, blocks * d), dtype=nl.float32, buffer=nl.sbuf)
+        return q_rows, do_rows, q_t, do_t, neg_l, neg_d, dq_acc
 
-    def step(h, state, kv, k0, width, i, acc, finish):
-        """Query block i against keys [k0, k0 + width) of head h: four stages; `finish`
+    def step(state, kv, k0, width, i, finish):
+        """Query block i against keys [k0, k0 + width) of a head: four stages; `finish`
         (the unit's last block) is called at the end."""
-        q_rows, do_rows, q_t, do_t, neg_l, neg_d = state
+        q_rows, do_rows, q_t, do_t, neg_l, neg_d, dq_acc = state
         k_rows, k_t, v_t = kv
         w = min(width, (i + 1) * 128 - k0) if causal else width
         qcols = slice(i * 128, (i + 1) * 128)
-        s = s_ring[steps["n"] % 2][:, 0:w]
-        dp = dp_ring[steps["n"] % 2][:, 0:w]
-        steps["n"] += 1
+        n = next(step_count)
+        s = s_ring[n % 2][:, 0:w]
+        dp = dp_ring[n % 2][:, 0:w]
         s[...] = nisa.nc_matmul(q_t[:, qcols], k_t[:, k0:k0 + w])
         if causal and k0 + w == (i + 1) * 128:
             s[:, w - 128:w] += nisa.nc_transpose(mask_t)
@@ -148,7 +152,8 @@ def attention_backward(q, k, v, o, lse, do, *, causal: bool, scale: float):
         yield
         dcols = slice(i * d, (i + 1) * d)
         for c in range(w // 128):
-            first = acc.pop(c, True)  # this key block's first query block
+            # the first query block that sees key block c of the unit starts its sums
+            first = i == (k0 // 128 + c if causal else 0)
             kc = slice(c * 128, (c + 1) * 128)
             dv_c, dk_c = dv_ps[:, c * d:(c + 1) * d], dk_ps[:, c * d:(c + 1) * d]
             if first:
@@ -157,7 +162,6 @@ def attention_backward(q, k, v, o, lse, do, *, causal: bool, scale: float):
             else:
                 dv_c[...] += nisa.nc_matmul(p[:, kc], do_rows[:, dcols])
                 dk_c[...] += nisa.nc_matmul(ds[:, kc], q_rows[:, dcols])
-            acc[c] = False
             ds_t[:, kc] = nisa.nc_transpose(ds[:, kc])
         ds_sb = nisa.tensor_copy(ds_t[:, 0:w], dtype=dt, engine=vector)
         yield
@@ -169,7 +173,6 @@ def attention_backward(q, k, v, o, lse, do, *, causal: bool, scale: float):
             else:
                 dq_ps[...] += nisa.nc_matmul(ds_sb[:, c * 128:(c + 1) * 128],
                                              k_rows[:, kb * d:(kb + 1) * d])
-        dq_acc = state_dq[h]
         if k0 == 0:
             dq_acc[:, dcols] = nisa.tensor_copy(dq_ps, dtype=nl.float32, engine=vector)
         else:
@@ -177,8 +180,6 @@ def attention_backward(q, k, v, o, lse, do, *, causal: bool, scale: float):
                                                   engine=vector)
         if finish is not None:
             finish()
-
-    state_dq = {}
 
     def finish_unit(h, k0, width, dk_acc, dv_acc):
         """Adds the unit's dK, dV (PSUM) into the kv head's fp32 accumulators."""
@@ -206,20 +207,20 @@ def attention_backward(q, k, v, o, lse, do, *, causal: bool, scale: float):
         dv_acc = nl.ndarray((128, blocks * d), dtype=nl.float32, buffer=nl.sbuf)
         for h in range(kvh * group, (kvh + 1) * group):
             state = load_head(h)
-            state_dq[h] = nl.ndarray((128, blocks * d), dtype=nl.float32, buffer=nl.sbuf)
+
             def steps_of_head():
                 """Every (unit of keys, query block) step of head h, in one pipeline."""
                 for k0 in range(0, seq, 512):
-                    width, acc = min(512, seq - k0), {}
+                    width = min(512, seq - k0)
                     finish = (lambda k0=k0, width=width:
                               finish_unit(h, k0, width, dk_acc, dv_acc))
                     first_block = k0 // 128 if causal else 0
                     for i in range(first_block, blocks):
-                        yield step(h, state, kv, k0, width, i, acc,
+                        yield step(state, kv, k0, width, i,
                                    finish if i == blocks - 1 else None)
 
             _schedule(steps_of_head())
-            store_rows(dq[h], state_dq.pop(h), scale)
+            store_rows(dq[h], state[-1], scale)
         store_rows(dk[kvh], dk_acc, scale)
         store_rows(dv[kvh], dv_acc, 1.0)
     return dq, dk, dv

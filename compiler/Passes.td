@@ -159,6 +159,29 @@ def NeuronAssignDmaQueues : Pass<"neuron-assign-dma-queues", "mlir::func::FuncOp
   }];
 }
 
+def NeuronConstantFills : Pass<"neuron-constant-fills", "mlir::func::FuncOp"> {
+  let summary = "Fill SBUF tiles of one constant with memset instead of a DMA";
+  let description = [{
+    A DMA from a constant HBM buffer that holds a single value (a splat) into SBUF becomes a
+    `memset` on the GpSimd engine of the same core: max(MIN_II, N) cycles instead of a DMA
+    with its start latency and, for a broadcast source, one descriptor per element
+    (runtime/HARDWARE.md). The buffer declaration stays.
+  }];
+}
+
+def NeuronDmaTranspose : Pass<"neuron-dma-transpose", "mlir::func::FuncOp"> {
+  let summary = "Turn element-strided transposing HBM loads into dma_transpose (trn2 and later)";
+  let description = [{
+    A load whose partitions are consecutive HBM elements and whose free elements lie a row
+    apart (a matmul operand read transposed) moves one element per DMA descriptor, at a few
+    percent of the DMA bandwidth (runtime/HARDWARE.md, the DMA efficiency curve). Where the
+    target has `dma_transpose` (runtime/program/Isa.def), such a load of 2- or 4-byte
+    elements becomes dma_transposes at 90% of the DMA bandwidth: one per index of the dims
+    between the partition dim and the innermost (at most 64).
+  }];
+  let options = [Option<"target", "target", "std::string", "\"trn2\"", "target name">];
+}
+
 def NeuronBalanceEngines : Pass<"neuron-balance-engines", "mlir::func::FuncOp"> {
   let summary = "Spread elementwise and reduce instructions over the Vector, Scalar and GpSimd engines";
   let description = [{

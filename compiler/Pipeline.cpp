@@ -151,6 +151,9 @@ static void buildNIsaStage(OpPassManager &pm, const PipelineOptions &options) {
   pm.addNestedPass<func::FuncOp>(
       createNeuronBalanceEngines(NeuronBalanceEnginesOptions{options.target}));
   pm.addNestedPass<func::FuncOp>(createNeuronAssignDmaQueues());
+  pm.addNestedPass<func::FuncOp>(createNeuronConstantFills());
+  pm.addNestedPass<func::FuncOp>(
+      createNeuronDmaTranspose(NeuronDmaTransposeOptions{options.target}));
   pm.addNestedPass<func::FuncOp>(createNeuronInsertSemaphores());
 }
 

@@ -160,15 +160,18 @@ LogicalResult Exporter::instruction(Operation *op) {
     inst.srcs.push_back(*p);
     return success();
   };
-  auto alu = [](AluOp a) {
-    rt::AluOp out;
-    rt::parseAluOp(stringifyAluOp(a).str(), out);
-    return out;
-  };
+  auto alu = [](AluOp a) { return toRuntime(a); };
   LogicalResult ok =
       llvm::TypeSwitch<Operation *, LogicalResult>(op)
           .Case([&](nisa::DmaCopyOp o) {
             return src(o.getSrc());
+          })
+          .Case([&](nisa::DmaTransposeOp o) {
+            return src(o.getSrc());
+          })
+          .Case([&](nisa::MemsetOp o) {
+            inst.imm[0] = o.getValue().convertToDouble();
+            return success();
           })
           .Case([&](nisa::MatmulOp o) {
             inst.accumulate = o.getAccumulate();
@@ -178,8 +181,7 @@ LogicalResult Exporter::instruction(Operation *op) {
             return success(succeeded(src(o.getStationary())) && succeeded(src(o.getMoving())));
           })
           .Case([&](nisa::ActivationOp o) -> LogicalResult {
-            if (!rt::parseActFunc(stringifyActFunc(o.getFn()).str(), inst.func))
-              return o.emitOpError("function has no program encoding");
+            inst.func = toRuntime(o.getFn());
             inst.imm[0] = o.getScale().convertToDouble();
             inst.imm[1] = o.getBias().convertToDouble();
             inst.scaleTile = bool(o.getScaleTileAttr());
@@ -233,8 +235,7 @@ LogicalResult Exporter::instruction(Operation *op) {
             return success();
           })
           .Case([&](nisa::CollectiveOp o) -> LogicalResult {
-            rt::parseCollectiveKind(stringifyCollectiveKind(o.getKind()).str(),
-                                    inst.collective);
+            inst.collective = toRuntime(o.getKind());
             inst.alu = alu(o.getReduce());
             FailureOr<uint16_t> g = group(o);
             if (failed(g))

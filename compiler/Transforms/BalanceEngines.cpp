@@ -207,7 +207,7 @@ private:
     r.dst = runtimePattern(inst.getWritePattern());
     for (nisa::AccessPatternAttr ap : inst.getReadPatterns())
       r.srcs.push_back(runtimePattern(ap));
-    auto alu = [&](AluOp a) { rt::parseAluOp(stringifyAluOp(a).str(), r.alu); };
+    auto alu = [&](AluOp a) { r.alu = toRuntime(a); };
     llvm::TypeSwitch<Operation *>(op)
         .Case([&](nisa::TensorTensorOp o) { alu(o.getOp()); })
         .Case([&](nisa::TensorScalarOp o) { alu(o.getOp()); })

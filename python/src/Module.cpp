@@ -3,6 +3,7 @@
 
 #include "compiler/Compile.h"
 #include "compiler/Import/GraphImporter.h"
+#include "runtime/program/Isa.h"
 #include "runtime/program/Serialize.h"
 #include "runtime/program/Target.h"
 #include "runtime/simulator/Simulator.h"
@@ -109,9 +110,46 @@ PYBIND11_MODULE(_C, m) {
         facts["psum_bytes_per_partition"] = t->psumBytesPerPartition;
         facts["psum_bank_bytes"] = t->psumBankBytes;
         facts["dma_queues"] = runtime::kNumDmaQueues * t->physicalCores;
+        facts["generation"] = runtime::generationName(t->generation);
+        facts["tensor_ghz"] = t->tensorGhz;
+        facts["vector_ghz"] = t->vectorGhz;
+        facts["scalar_ghz"] = t->scalarGhz;
+        facts["gpsimd_ghz"] = t->gpsimdGhz;
+        facts["min_ii_cycles"] = t->minII;
+        facts["access_overhead_cycles"] = t->accessOverheadCycles;
+        facts["dma_bytes_per_ns_per_queue"] = t->dmaBytesPerNsPerQueue;
+        facts["dma_start_latency_ns"] = t->dmaStartLatencyNs;
+        facts["dma_descriptor_min_bytes"] = t->dmaDescriptorMinBytes;
         return facts;
       },
       py::arg("name"), "The target's memory, DMA and host-link numbers (the neuron device and report use them).");
+  m.def(
+      "isa_table",
+      [] {
+        py::list rows;
+        for (int i = 0; i < runtime::kNumOpcodes; ++i) {
+          const runtime::InstructionInfo &info = runtime::instructionInfo(runtime::Opcode(i));
+          py::list engines, generations;
+          for (int e = 0; e < runtime::kNumEngines; ++e)
+            if (runtime::runsOn(info.opcode, runtime::Engine(e)))
+              engines.append(runtime::engineName(runtime::Engine(e)));
+          for (auto g : {runtime::Generation::Trn1, runtime::Generation::Trn2,
+                         runtime::Generation::Trn3})
+            if (runtime::existsOn(info.opcode, g))
+              generations.append(runtime::generationName(g));
+          py::dict row;
+          row["name"] = info.name;
+          row["engines"] = engines;
+          row["generations"] = generations;
+          row["nki"] = info.nki;
+          row["cost"] = info.cost;
+          rows.append(row);
+        }
+        return rows;
+      },
+      "The instruction set (runtime/program/Isa.def): one dict per instruction with its name "
+      "(the nki.isa name where NKI has one), engines, generations, nki (bool) and documented "
+      "cost formula.");
   m.def(
       "version", [] { return std::string(compiler::compilerVersion()); },
       "Compiler version string (part of every cache key).");

@@ -2,6 +2,7 @@
 // loop-term evaluation (see Program.h).
 #include "runtime/program/Program.h"
 
+#include "runtime/program/Isa.h"
 #include "runtime/program/Loops.h"
 
 #include <iterator>
@@ -30,31 +31,38 @@ const char *const kEngineNames[] = {"tensor", "vector", "scalar",
                                     "gpsimd", "dma",    "collective"};
 const char *const kCollectiveKindNames[] = {"all_reduce", "all_gather",
                                             "reduce_scatter", "all_to_all"};
-const char *const kOpcodeNames[] = {
-    "dma_copy",      "matmul",        "activation",
-    "tensor_tensor", "tensor_scalar", "tensor_copy",
-    "tensor_reduce", "memset",        "iota",
-    "select",        "dma_gather",    "random",
-    "collective",    "dma_scatter"};
 const char *const kActFuncNames[] = {
-    "identity", "relu",       "exp",  "log",       "tanh",    "sigmoid", "sqrt",
-    "rsqrt",    "erf",        "gelu", "gelu_tanh", "silu",    "square",  "abs",
-    "neg",      "reciprocal", "sin",  "cos",       "softplus",
-    "arctan"};
-const char *const kAluOpNames[] = {"add", "sub", "mul", "div", "max", "min",
-                                   "pow", "eq",  "ne",  "lt",  "le",  "gt",
-                                   "ge",  "and", "or",  "xor", "mod", "fmod"};
+#define NEURON_ACT_FUNC(Enum, symbol, name, value) name,
+#include "runtime/program/IsaOperands.def"
+};
+const char *const kAluOpNames[] = {
+#define NEURON_ALU_OP(Enum, symbol, name, value) name,
+#include "runtime/program/IsaOperands.def"
+};
+
+// IsaOperands.def lists each enum's rows in value order from 0.
+constexpr int kActFuncValues[] = {
+#define NEURON_ACT_FUNC(Enum, symbol, name, value) value,
+#include "runtime/program/IsaOperands.def"
+};
+constexpr int kAluOpValues[] = {
+#define NEURON_ALU_OP(Enum, symbol, name, value) value,
+#include "runtime/program/IsaOperands.def"
+};
+template <size_t N> constexpr bool dense(const int (&values)[N]) {
+  for (size_t i = 0; i < N; ++i)
+    if (values[i] != int(i))
+      return false;
+  return true;
+}
+static_assert(dense(kActFuncValues) && dense(kAluOpValues));
 
 static_assert(sizeof(kDTypeNames) / sizeof(*kDTypeNames) ==
               size_t(DType::Bool) + 1);
-static_assert(sizeof(kOpcodeNames) / sizeof(*kOpcodeNames) ==
-              size_t(Opcode::DmaScatter) + 1);
 static_assert(sizeof(kCollectiveKindNames) / sizeof(*kCollectiveKindNames) ==
               size_t(CollectiveKind::AllToAll) + 1);
-static_assert(sizeof(kActFuncNames) / sizeof(*kActFuncNames) ==
-              size_t(ActFunc::Arctan) + 1);
-static_assert(sizeof(kAluOpNames) / sizeof(*kAluOpNames) ==
-              size_t(AluOp::Fmod) + 1);
+static_assert(std::size(kActFuncNames) == size_t(kNumActFuncs));
+static_assert(std::size(kAluOpNames) == size_t(kNumAluOps));
 
 const char *lookup(const char *const *names, size_t count, size_t index) {
   return index < count ? names[index] : "<invalid>";
@@ -110,9 +118,7 @@ std::string queueName(int queue) {
   return prefix + engineName(engineOfQueue(queue));
 }
 
-const char *opcodeName(Opcode op) {
-  return lookup(kOpcodeNames, std::size(kOpcodeNames), size_t(op));
-}
+const char *opcodeName(Opcode op) { return instructionInfo(op).name; }
 
 const char *actFuncName(ActFunc f) {
   return lookup(kActFuncNames, std::size(kActFuncNames), size_t(f));
@@ -151,11 +157,13 @@ int64_t collectiveDstElements(CollectiveKind kind, int64_t srcElements, int64_t 
 }
 
 bool parseOpcode(const std::string &name, Opcode &out) {
-  size_t i;
-  if (!parseName(kOpcodeNames, name, i))
-    return false;
-  out = Opcode(i);
-  return true;
+  for (int i = 0; i < kNumOpcodes; ++i) {
+    if (name == instructionInfo(Opcode(i)).name) {
+      out = Opcode(i);
+      return true;
+    }
+  }
+  return false;
 }
 
 bool parseActFunc(const std::string &name, ActFunc &out) {

@@ -16,7 +16,7 @@
 namespace neuron::runtime {
 
 /// Bumped on every incompatible change of the structs below or their encoding.
-inline constexpr int kProgramFormatVersion = 4;
+inline constexpr int kProgramFormatVersion = 5;
 
 /// Deepest loop nest a program may use.
 inline constexpr int kMaxLoopDepth = 8;
@@ -109,38 +109,16 @@ struct AccessPattern {
   int64_t numBytes() const { return numElements() * dtypeSize(dtype); }
 };
 
+/// The instructions: one per row of Isa.def, which documents each one's semantics.
 enum class Opcode : uint8_t {
-  DmaCopy,      // dst <- srcs[0]; same dtype and element count; any spaces.
-  Matmul,       // dst(psum)[M,N] (+)= srcs[0][K,M]^T @ srcs[1][K,N]; K = partitions.
-  Activation,   // dst = func(srcs[0] * scale + bias) on the Scalar engine: scale is imm[0],
-                // times the next source (a [P, 1] tile read with free stride 0, one value
-                // per partition) if `scaleTile`; bias is imm[1], times the source after
-                // that if `biasTile` (HARDWARE.md: activation's per-partition scale and bias).
-                // With `accumulate`, the last source is written, not read: a [P, 1] fp32
-                // tile that receives the sum of each partition's activated values.
-  TensorTensor, // dst = srcs[0] <alu> srcs[1].
-  TensorScalar, // dst = srcs[0] <alu> imm[0]  (imm[0] <alu> srcs[0] if `reverse`).
-  TensorCopy,   // dst = srcs[0] with dtype conversion (e.g. PSUM -> SBUF).
-  TensorReduce, // dst[p, ...] = reduce<alu> over the innermost `axes` free dims of srcs[0].
-  Memset,       // dst = imm[0].
-  Iota,         // dst[p, i] = imm[0] + imm[1] * p + i  (i = row-major free index).
-  Select,       // dst = srcs[0] != 0 ? srcs[1] : srcs[2] (Vector or GpSimd).
-  DmaGather,    // dst[p, :] = srcs[0] row srcs[1][p]: srcs[0] is the HBM pattern of row 0
-                // with dims[0] = {row stride, rows}; srcs[1] is an SBUF [P, 1] integer tile.
-  Random,       // dst = uniform [0, 1) numbers (GpSimd): the next dst-size numbers of the
-                // instruction's own stream (a counter-based generator keyed by the run's
-                // seed, the stream id imm[0] and the element's counter; see Random.h).
-  Collective,   // dst(hbm) = collective `collective` over Program::groups[group] of
-                // srcs[0](hbm), reducing with `alu` (Add/Mul/Max/Min); on the collective
-                // queue. The ranks' data moves through RunOptions::collective.
-  DmaScatter,   // dst row srcs[1][p] = srcs[0][p, :] (DMA): dst is the HBM pattern of row 0
-                // with dims[0] = {row stride, rows}; srcs[0] an SBUF [P, F] tile;
-                // srcs[1] an SBUF [P, 1] integer tile. Rows are written in partition
-                // order: of duplicate indices the highest partition's row wins. With
-                // `accumulate`, dst row = dst row <alu> src row instead (Add/Mul/Max/Min,
-                // computed as a Vector op of dst's dtype would: fp32 rounded to dst, exact
-                // int64 for integers), duplicates combined in partition order.
+#define NEURON_INSTRUCTION(Enum, name, engines, generations, fields, nki, cost) Enum,
+#include "runtime/program/Isa.def"
 };
+/// Number of opcodes.
+inline constexpr int kNumOpcodes = 0
+#define NEURON_INSTRUCTION(Enum, name, engines, generations, fields, nki, cost) +1
+#include "runtime/program/Isa.def"
+    ;
 
 /// What a Collective instruction computes, for a group of n ranks (rank r):
 ///  AllReduce:     dst = reduce over ranks of src              (dst, src: N elements)
@@ -160,19 +138,30 @@ struct CollectiveGroup {
   int32_t size = 1;
 };
 
-/// Element functions of the Scalar engine.
-enum class ActFunc : uint8_t { Identity, Relu, Exp, Log, Tanh, Sigmoid, Sqrt, Rsqrt,
-                               Erf, Gelu, GeluTanh, Silu, Square, Abs, Neg, Reciprocal,
-                               Sin, Cos, Softplus, Arctan };
-/// Arithmetic/logic ops of the Vector and GpSimd engines. Comparisons yield 1 or 0.
-/// Max and Min return NaN if either operand is NaN (torch.maximum/minimum), and a
+/// Element functions of the Scalar engine (IsaOperands.def).
+enum class ActFunc : uint8_t {
+#define NEURON_ACT_FUNC(Enum, symbol, name, value) Enum = value,
+#include "runtime/program/IsaOperands.def"
+};
+/// Arithmetic/logic ops of the Vector and GpSimd engines (IsaOperands.def). Comparisons yield 1
+/// or 0. Max and Min return NaN if either operand is NaN (torch.maximum/minimum), and a
 /// TensorReduce max/min returns NaN if any element is NaN (torch.amax). On all-integer
 /// operands the ops compute exactly in int64 with two's-complement wrap: Div truncates
 /// toward zero, a zero divisor is a SimulationError, and And/Or/Xor are bitwise (logical
 /// when dst is i1). Mod is the floor remainder (torch.remainder: the divisor's sign), Fmod
 /// the truncated one (C's fmod: the dividend's sign); both are exact on floats too.
-enum class AluOp : uint8_t { Add, Sub, Mul, Div, Max, Min, Pow, Eq, Ne, Lt, Le, Gt, Ge,
-                             And, Or, Xor, Mod, Fmod };
+enum class AluOp : uint8_t {
+#define NEURON_ALU_OP(Enum, symbol, name, value) Enum = value,
+#include "runtime/program/IsaOperands.def"
+};
+inline constexpr int kNumActFuncs = 0
+#define NEURON_ACT_FUNC(Enum, symbol, name, value) +1
+#include "runtime/program/IsaOperands.def"
+    ;
+inline constexpr int kNumAluOps = 0
+#define NEURON_ALU_OP(Enum, symbol, name, value) +1
+#include "runtime/program/IsaOperands.def"
+    ;
 
 const char *opcodeName(Opcode op);
 const char *actFuncName(ActFunc f);
@@ -204,8 +193,15 @@ struct Instruction {
   double imm[2] = {0.0, 0.0};
   bool accumulate = false;      // Matmul: add into dst instead of overwriting.
                                 // Activation: srcs.back() receives the row sums.
-  bool reverse = false;         // TensorScalar: scalar is the left operand.
+  bool reverse = false;         // TensorScalar, ScalarTensorTensor: scalar is the left operand.
+                                // CopyPredicated: copy where the predicate is zero.
+  AluOp alu2 = AluOp::Add;      // the second op: TensorScalar (twoOps), ScalarTensorTensor,
+                                // TensorTensorScan.
+  bool reverse2 = false;        // the second op's other operand is on the left.
+  bool twoOps = false;          // TensorScalar: apply alu2 with imm[1] after alu.
   bool scaleTile = false;       // Activation: a per-partition scale source follows srcs[0].
+                                // TensorScalar, ScalarTensorTensor: the scalar is a
+                                // per-partition tile (the last source).
   bool biasTile = false;        // Activation: a per-partition bias source follows.
   uint8_t axes = 1;             // TensorReduce: number of innermost free dims reduced.
   CollectiveKind collective = CollectiveKind::AllReduce; // Collective: what it computes

@@ -36,6 +36,8 @@
 // "instructions[3].dst.dims[0]: expected [stride, size]".
 #include "runtime/program/Serialize.h"
 
+#include "runtime/program/Isa.h"
+
 #include "runtime/program/SerializeDetail.h"
 
 #include <cmath>
@@ -199,30 +201,33 @@ json instructionToJson(const Instruction &in) {
     }
     j["waits"] = std::move(waits);
   }
-  bool usesAlu = op == Opcode::TensorTensor || op == Opcode::TensorScalar ||
-                 op == Opcode::TensorReduce || op == Opcode::Collective ||
-                 op == Opcode::DmaScatter;
-  bool usesImm = op == Opcode::Activation || op == Opcode::TensorScalar ||
-                 op == Opcode::Memset || op == Opcode::Iota || op == Opcode::Random;
-  if (op == Opcode::Activation || in.func != ActFunc::Identity)
+  // A field is written if the instruction uses it (Isa.def) or it is not the default.
+  auto uses = [op](Field f) { return usesField(op, f); };
+  if (uses(Field::Func) || in.func != ActFunc::Identity)
     j["func"] = actFuncName(in.func);
-  if (usesAlu || in.alu != AluOp::Add)
+  if (uses(Field::Alu) || in.alu != AluOp::Add)
     j["alu"] = aluOpName(in.alu);
-  if (usesImm || in.imm[0] != 0 || in.imm[1] != 0)
+  if (uses(Field::Alu2) || in.alu2 != AluOp::Add)
+    j["alu2"] = aluOpName(in.alu2);
+  if (in.twoOps)
+    j["two_ops"] = true;
+  if (uses(Field::Imm) || in.imm[0] != 0 || in.imm[1] != 0)
     j["imm"] = {numberToJson(in.imm[0]), numberToJson(in.imm[1])};
-  if (op == Opcode::Matmul || op == Opcode::DmaScatter || in.accumulate)
+  if (uses(Field::Accumulate) || in.accumulate)
     j["accumulate"] = in.accumulate;
-  if (op == Opcode::TensorScalar || in.reverse)
+  if (uses(Field::Reverse) || in.reverse)
     j["reverse"] = in.reverse;
+  if (in.reverse2)
+    j["reverse2"] = true;
   if (in.scaleTile)
     j["scale_tile"] = true;
   if (in.biasTile)
     j["bias_tile"] = true;
-  if (op == Opcode::TensorReduce || in.axes != 1)
+  if (uses(Field::Axes) || in.axes != 1)
     j["axes"] = in.axes;
-  if (op == Opcode::Collective || in.collective != CollectiveKind::AllReduce)
+  if (uses(Field::Collective) || in.collective != CollectiveKind::AllReduce)
     j["collective"] = collectiveKindName(in.collective);
-  if (op == Opcode::Collective || in.group != 0)
+  if (uses(Field::Collective) || in.group != 0)
     j["group"] = in.group;
   if (in.origin != 0)
     j["origin"] = in.origin;

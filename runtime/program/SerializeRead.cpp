@@ -243,6 +243,10 @@ Instruction readInstruction(const json &j, const Path &p, int depth) {
         enumValue<ActFunc>(*f, p / "func", parseActFunc, "activation function");
   if (const json *a = optional(j, "alu"))
     in.alu = enumValue<AluOp>(*a, p / "alu", parseAluOp, "alu op");
+  if (const json *a = optional(j, "alu2"))
+    in.alu2 = enumValue<AluOp>(*a, p / "alu2", parseAluOp, "alu op");
+  in.twoOps = boolean(j, "two_ops", p);
+  in.reverse2 = boolean(j, "reverse2", p);
   if (const json *imm = optional(j, "imm")) {
     const Path ip = p / "imm";
     if (!imm->is_array() || imm->size() != 2)

@@ -34,15 +34,22 @@ Target commonCore() {
   t.matmulStationaryCycles = 64; // HARDWARE.md: matmul II max(min(64, M), N)
   t.iotaFixedCycles = 150;       // HARDWARE.md: iota on GpSimd 150 + N
   t.dmaQueues = 16;              // HARDWARE.md: 16 DMA engines per core
-  // ESTIMATE: fixed cost per DMA transfer. HARDWARE.md quotes ~1.3 us of setup
-  // per transfer (~0.6 us for hardware DGE on NC-v3), yet measures 32 KiB
-  // HBM->SBUF on one engine in 1,416 ns, which the 23 B/ns bandwidth alone
-  // already explains (32768 / 23 = 1,425 ns). The setup cost is therefore
-  // hidden behind queued descriptors in steady state; we charge only a small
-  // issue latency so the 32 KiB point stays within ~5% of the measurement
-  // (64 + 1,425 = 1,489 ns). Kernels dominated by many tiny DMAs will look
-  // faster here than on hardware.
-  t.dmaFixedNs = 64;
+  // HARDWARE.md (DMA fixed cost): about 1.3 us from the semaphore to the transfer's start
+  // across engines (nki-dma-bandwidth-guide). Paid when a DMA's start waits on another queue
+  // (or on the start of the run); a DMA queued behind its queue's earlier transfers starts
+  // when they end. The measured 32 KiB transfer in 1,416 ns is a queued one.
+  t.dmaStartLatencyNs = 1300;
+  // FITTED (HARDWARE.md, DMA efficiency curve): relative throughput grows linearly with the
+  // bytes per partition up to about 1 KiB (21% at 512 B, 42% at 1 KiB), a per-descriptor
+  // rate limit: a descriptor takes at least as long as 1024 / 0.42 = 2438 bytes at full rate.
+  // Fitted on the 512 B and 1 KiB points; the model gives 1.3% / 2.6% / 5.2% / 10.5% / 84% /
+  // 100% / 100% at 32 / 64 / 128 / 256 B / 2 / 4 / 8 KiB against the published 1.4% / 2.6%
+  // / 5% / 10% / 81% / 97% / 98% (test_cost_model.cpp checks each).
+  t.dmaDescriptorMinBytes = 1024.0 / 0.42;
+  // HARDWARE.md: dma_transpose reaches at most 90% of DMA throughput HBM -> SBUF and 50%
+  // SBUF -> SBUF (trainium2_arch; trn3: ESTIMATE, as trn2).
+  t.dmaTransposeFromHbm = 0.9;
+  t.dmaTransposeOnChip = 0.5;
   // ESTIMATE: fixed cost of one host <-> device copy of the `neuron` device
   // (a DMA descriptor ring round trip over PCIe); no public figure.
   t.hostLinkLatencyNs = 2000;
@@ -54,21 +61,11 @@ Target commonCore() {
   return t;
 }
 
-// ESTIMATE: queue time per descriptor of a DmaGather (one descriptor per
-// gathered row). HARDWARE.md advises >= 2 KiB per partition (descriptor) "to
-// approach peak"; we read that as a 2 KiB descriptor reaching 90% of the
-// queue's bandwidth, i.e. an overhead of 1/9 of its transfer time:
-// 2048 / (9 x bandwidth) = 13.4 / 9.9 / 6.9 ns on trn1 / trn2 / trn3. Plain
-// DmaCopy transfers pay only dmaFixedNs (their descriptors are large).
-Target withDescriptorCost(Target t) {
-  t.dmaDescriptorNs = 2048.0 / (9.0 * t.dmaBytesPerNsPerQueue);
-  return t;
-}
-
 Target makeTrn1() {
   Target t = commonCore();
   t.name = "trn1";
   t.coreName = "NC-v2"; // HARDWARE.md: trainium_inferentia2_arch
+  t.generation = Generation::Trn1;
   t.sbufBytesPerPartition = 192 * kKiB; // HARDWARE.md: 24 MiB = 128 x 192 KiB
   t.tensorGhz = 2.8;                    // HARDWARE.md: Tensor engine 2.8 GHz
   t.vectorGhz = 1.12;                   // HARDWARE.md: Vector engine 1.12 GHz
@@ -99,6 +96,7 @@ Target makeTrn2() {
   Target t = commonCore();
   t.name = "trn2";
   t.coreName = "NC-v3";                 // HARDWARE.md: trainium2_arch
+  t.generation = Generation::Trn2;
   t.sbufBytesPerPartition = 224 * kKiB; // HARDWARE.md: 28 MiB = 128 x 224 KiB
   t.tensorGhz = 2.4;                    // HARDWARE.md: Tensor engine 2.4 GHz
   t.vectorGhz = 0.96;                   // HARDWARE.md: Vector engine 0.96 GHz
@@ -149,6 +147,7 @@ Target makeTrn3() {
   Target t = commonCore();
   t.name = "trn3";
   t.coreName = "NC-v4"; // HARDWARE.md: trainium3_arch
+  t.generation = Generation::Trn3;
   // HARDWARE.md gives 32 MiB of SBUF; ESTIMATE: 128 partitions x 256 KiB, as in
   // the earlier generations' layout.
   t.sbufBytesPerPartition = 256 * kKiB;
@@ -178,8 +177,7 @@ Target makeTrn3() {
 
 const std::vector<Target> &allTargets() {
   static const std::vector<Target> targets = {
-      withDescriptorCost(makeTrn1()), withDescriptorCost(makeTrn2()),
-      withDescriptorCost(makeTrn2Lnc2()), withDescriptorCost(makeTrn3())};
+      makeTrn1(), makeTrn2(), makeTrn2Lnc2(), makeTrn3()};
   return targets;
 }
 

@@ -1,6 +1,8 @@
 // Target descriptions: the one place that holds NeuronCore numbers (see HARDWARE.md).
 #pragma once
 
+#include "runtime/program/Isa.h"
+
 #include <string>
 #include <vector>
 
@@ -9,6 +11,7 @@ namespace neuron::runtime {
 struct Target {
   std::string name;               // "trn1", "trn2", "trn2-lnc2", "trn3"
   std::string coreName;           // "NC-v2", ...
+  Generation generation = Generation::Trn2; // which rows of Isa.def exist
   /// Physical NeuronCores of the simulated logical core (LNC): each has its own engines,
   /// SBUF, PSUM and DMA queues; HBM is shared. Numbers below are per physical core,
   /// except the HBM ones, which are the logical core's share.
@@ -31,9 +34,14 @@ struct Target {
   int iotaFixedCycles = 150;      // added: the 150 of iota's 150 + N
   int dmaQueues = 16;
   double dmaBytesPerNsPerQueue = 0;
-  double dmaFixedNs = 0;
-  /// added: DmaGather's extra queue time per gathered row (one descriptor each).
-  double dmaDescriptorNs = 0;
+  /// From the semaphore (or the start of the run) that lets a DMA go to its first byte
+  /// moving; hidden when the DMA queues behind earlier transfers of its queue.
+  double dmaStartLatencyNs = 0;
+  /// A descriptor (contiguous run) moves no faster than one of this many bytes: the
+  /// per-descriptor rate limit of the DMA efficiency curve.
+  double dmaDescriptorMinBytes = 0;
+  double dmaTransposeFromHbm = 1; // dma_transpose throughput share, HBM -> SBUF
+  double dmaTransposeOnChip = 1;  // dma_transpose throughput share, SBUF -> SBUF
   double hbmBytesPerNs = 0;       // per (logical) core
   long hbmBytesPerCore = 0;       // HBM capacity of one (logical) core (the chip's / cores)
   double hostLinkBytesPerNs = 0;  // host <-> device copies (the `neuron` device's .to())

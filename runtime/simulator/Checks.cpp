@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 namespace neuron::runtime {
 
@@ -26,6 +27,30 @@ void failInstruction(size_t index, const Instruction &inst,
   throw SimulationError("instruction " + std::to_string(index) + " (" +
                         opcodeName(inst.opcode) + "): " + problem);
 }
+
+int64_t contiguousRunBytes(const AccessPattern &ap) {
+  const int64_t eb = dtypeSize(ap.dtype);
+  const size_t first = ap.space == MemSpace::Hbm ? 0 : 1; // on chip: within a partition
+  int64_t run = 1;                                        // elements
+  for (size_t i = ap.dims.size(); i-- > first;) {
+    const int64_t stride = ap.dims[i][0], size = ap.dims[i][1];
+    if (size == 1)
+      continue;
+    if (stride != run)
+      break;
+    run *= size;
+  }
+  return run * eb;
+}
+
+namespace {
+/// The contiguous run of one row of a gather's or scatter's HBM table (dims[0] is the row dim).
+int64_t rowRunBytes(const AccessPattern &table) {
+  AccessPattern row = table;
+  row.dims.erase(row.dims.begin());
+  return row.dims.empty() ? dtypeSize(row.dtype) : contiguousRunBytes(row);
+}
+} // namespace
 
 const char *spaceName(MemSpace s) {
   switch (s) {
@@ -40,6 +65,24 @@ const char *spaceName(MemSpace s) {
 }
 
 namespace {
+
+/// "vector, gpsimd": the engines that run `op`.
+std::string engineList(Opcode op) {
+  std::string out;
+  for (int e = 0; e < kNumEngines; ++e)
+    if (runsOn(op, Engine(e)))
+      out += (out.empty() ? "" : ", ") + std::string(engineName(Engine(e)));
+  return out;
+}
+
+/// "trn2, trn3": the generations that have `op`.
+std::string generationList(Opcode op) {
+  std::string out;
+  for (Generation g : {Generation::Trn1, Generation::Trn2, Generation::Trn3})
+    if (existsOn(op, g))
+      out += (out.empty() ? "" : ", ") + std::string(generationName(g));
+  return out;
+}
 
 /// Largest magnitude of an offset, a stride or a dim size.
 constexpr int64_t kLimit = int64_t(1) << 40;
@@ -103,7 +146,11 @@ private:
   InstrShape checkMatmul();
   InstrShape checkCollective();
   InstrShape checkCompute();
+  InstrShape checkIsaCompute();
+  InstrShape checkTranspose();
   InstrShape checkOperands();
+  void expectFloats() const;
+  void expectTile(const ApFacts &f, int src, int64_t partitions, int64_t freeElems) const;
 
   const Program &prog_;
   const Target &tgt_;
@@ -128,46 +175,23 @@ void Checker::checkQueue() {
     fail("DMA queue " + std::to_string(localQueue(inst_.queue) - kQueueDma0) +
          " does not exist on " + tgt_.name + " (" +
          std::to_string(tgt_.dmaQueues) + " DMA queues)");
-  bool ok = false;
-  switch (inst_.opcode) {
-  case Opcode::DmaCopy:
-  case Opcode::DmaGather:
-  case Opcode::DmaScatter:
-    ok = e == Engine::Dma;
-    break;
-  case Opcode::Matmul:
-    ok = e == Engine::Tensor;
-    break;
-  case Opcode::Activation:
-    ok = e == Engine::Scalar;
-    break;
-  case Opcode::TensorTensor:
-  case Opcode::TensorScalar:
-  case Opcode::TensorReduce:
-  case Opcode::Select:
-    ok = e == Engine::Vector || e == Engine::GpSimd;
-    break;
-  case Opcode::TensorCopy:
-  case Opcode::Memset:
-    ok = e == Engine::Vector || e == Engine::Scalar || e == Engine::GpSimd;
-    break;
-  case Opcode::Iota:
-  case Opcode::Random:
-    ok = e == Engine::GpSimd;
-    break;
-  case Opcode::Collective:
-    ok = e == Engine::Collective;
-    break;
-  default:
+  if (size_t(inst_.opcode) >= size_t(kNumOpcodes))
     fail("unknown opcode " + std::to_string(int(inst_.opcode)));
-  }
+  if (!existsOn(inst_.opcode, tgt_.generation))
+    fail(std::string("is not an instruction of ") + tgt_.name + " (" + tgt_.coreName +
+         "); it exists on " + generationList(inst_.opcode));
+  const bool ok = runsOn(inst_.opcode, e);
   if (!ok)
     fail(std::string("cannot run on the ") + engineName(e) + " engine (queue " +
-         std::to_string(inst_.queue) + ")");
-  if (inst_.scaleTile || inst_.biasTile) {
-    if (inst_.opcode != Opcode::Activation)
-      fail("only an activation has per-partition scale or bias sources");
-  }
+         std::to_string(inst_.queue) + "); it runs on " + engineList(inst_.opcode));
+  if (inst_.biasTile && inst_.opcode != Opcode::Activation)
+    fail("only an activation has a per-partition bias source");
+  if (inst_.scaleTile && inst_.opcode != Opcode::Activation &&
+      inst_.opcode != Opcode::TensorScalar && inst_.opcode != Opcode::ScalarTensorTensor)
+    fail("only activation, tensor_scalar and scalar_tensor_tensor have a per-partition "
+         "scalar source");
+  if (inst_.twoOps && inst_.opcode != Opcode::TensorScalar)
+    fail("only a tensor_scalar has two ops");
   if (inst_.opcode == Opcode::Activation && inst_.accumulate) {
     bool floats = isFloatDType(inst_.dst.dtype);
     for (const auto &s : inst_.srcs)
@@ -175,7 +199,7 @@ void Checker::checkQueue() {
     if (!floats)
       fail("an activation that sums its rows computes on floats only");
   }
-  if (inst_.scaleTile || inst_.biasTile) {
+  if (inst_.opcode == Opcode::Activation && (inst_.scaleTile || inst_.biasTile)) {
     bool floats = isFloatDType(inst_.dst.dtype);
     for (const auto &s : inst_.srcs)
       floats &= isFloatDType(s.dtype);
@@ -379,6 +403,7 @@ InstrShape Checker::checkDma() {
   sh.bytes = n * dtypeSize(inst_.dst.dtype);
   sh.hbmSides = int(inst_.dst.space == MemSpace::Hbm) +
                 int(inst_.srcs[0].space == MemSpace::Hbm);
+  sh.runBytes = std::min(contiguousRunBytes(inst_.dst), contiguousRunBytes(inst_.srcs[0]));
   return sh;
 }
 
@@ -417,6 +442,7 @@ InstrShape Checker::checkGather() {
   sh.hbmSides = 1;
   sh.gatherRows = d.partitions;
   sh.tableRows = table.dims[0][1];
+  sh.runBytes = std::min(contiguousRunBytes(inst_.dst), rowRunBytes(table));
   return sh;
 }
 
@@ -459,6 +485,7 @@ InstrShape Checker::checkScatter() {
   sh.hbmSides = inst_.accumulate ? 2 : 1; // an accumulate reads the rows too
   sh.gatherRows = s.partitions;
   sh.tableRows = table.dims[0][1];
+  sh.runBytes = std::min(contiguousRunBytes(inst_.srcs[0]), rowRunBytes(table));
   return sh;
 }
 
@@ -587,6 +614,182 @@ InstrShape Checker::checkCompute() {
   return sh;
 }
 
+void Checker::expectFloats() const {
+  bool floats = isFloatDType(inst_.dst.dtype);
+  for (const auto &s : inst_.srcs)
+    floats &= isFloatDType(s.dtype);
+  if (!floats)
+    fail("computes on floats only (f32, bf16, f16)");
+}
+
+void Checker::expectTile(const ApFacts &f, int src, int64_t partitions,
+                         int64_t freeElems) const {
+  if (f.partitions != partitions || f.freeElems != freeElems)
+    fail(operandName(src) + " must be [" + std::to_string(partitions) + ", " +
+         std::to_string(freeElems) + "], got [" + std::to_string(f.partitions) + ", " +
+         std::to_string(f.freeElems) + "]");
+}
+
+/// The compute instructions of Isa.def beyond the elementwise core (and tensor_scalar with
+/// two ops or a per-partition scalar): operand counts and shapes, as Isa.def describes them.
+InstrShape Checker::checkIsaCompute() {
+  const Opcode op = inst_.opcode;
+  size_t nsrc = 1;
+  switch (op) {
+  case Opcode::TensorScalar:
+    nsrc = 1 + size_t(inst_.scaleTile);
+    break;
+  case Opcode::ScalarTensorTensor:
+    nsrc = 2 + size_t(inst_.scaleTile);
+    break;
+  case Opcode::TensorTensorScan:
+  case Opcode::FindIndex8:
+  case Opcode::MatchReplace8:
+  case Opcode::CopyPredicated:
+    nsrc = 2;
+    break;
+  default:
+    nsrc = 1;
+  }
+  expectSrcs(nsrc);
+  InstrShape sh;
+  ApFacts d = checkAp(inst_.dst, -1, true);
+  std::vector<ApFacts> s;
+  for (size_t i = 0; i < nsrc; ++i)
+    s.push_back(checkAp(inst_.srcs[i], int(i), true));
+  auto note = [&](MemSpace m) { (m == MemSpace::Sbuf ? sh.touchesSbuf : sh.touchesPsum) = true; };
+  note(inst_.dst.space);
+  for (const auto &a : inst_.srcs)
+    note(a.space);
+  sh.partitions = d.partitions;
+  sh.freeElems = s[0].freeElems;
+  // A per-partition scalar: dst's shape read with stride 0 along the free dims (one value per
+  // partition), as activation's scale and bias tiles.
+  auto perPartitionScalar = [&](size_t i) {
+    expectSameShape(d, s[i], int(i));
+    for (size_t k = 1; k < inst_.srcs[i].dims.size(); ++k)
+      if (inst_.srcs[i].dims[k][1] > 1 && inst_.srcs[i].dims[k][0] != 0)
+        fail(operandName(int(i)) + " is a per-partition scalar: its free dims must have stride 0");
+  };
+  switch (op) {
+  case Opcode::TensorScalar:
+  case Opcode::ScalarTensorTensor:
+    expectFloats();
+    expectSameShape(d, s[0], 0);
+    if (op == Opcode::ScalarTensorTensor)
+      expectSameShape(d, s[1], 1);
+    if (inst_.scaleTile)
+      perPartitionScalar(nsrc - 1);
+    break;
+  case Opcode::Reciprocal:
+  case Opcode::TensorTensorScan:
+    expectFloats();
+    for (size_t i = 0; i < nsrc; ++i)
+      expectSameShape(d, s[i], int(i));
+    break;
+  case Opcode::BnStats:
+    expectFloats();
+    if (s[0].freeElems > 512)
+      fail("bn_stats takes at most 512 elements per partition (nl.tile_size.bn_stats_fmax), got " +
+           std::to_string(s[0].freeElems));
+    expectTile(d, -1, s[0].partitions, 6);
+    break;
+  case Opcode::BnAggr:
+    expectFloats();
+    if (s[0].freeElems % 6 != 0)
+      fail("srcs[0] holds bn_stats results, 6 values each, but has " +
+           std::to_string(s[0].freeElems) + " per partition");
+    expectTile(d, -1, s[0].partitions, 2);
+    break;
+  case Opcode::TensorPartitionReduce: {
+    AluOp a = inst_.alu;
+    if (a != AluOp::Add && a != AluOp::Max && a != AluOp::Min && a != AluOp::And &&
+        a != AluOp::Or)
+      fail(std::string("cannot reduce partitions with ") + aluOpName(a) +
+           " (add, max, min, and, or)");
+    expectFloats();
+    expectTile(d, -1, 1, s[0].freeElems);
+    sh.partitions = s[0].partitions;
+    break;
+  }
+  case Opcode::Max8:
+    expectFloats();
+    if (s[0].freeElems < 8)
+      fail("max8 needs at least 8 elements per partition, got " +
+           std::to_string(s[0].freeElems));
+    expectTile(d, -1, s[0].partitions, 8);
+    break;
+  case Opcode::FindIndex8:
+    if (!isFloatDType(inst_.srcs[0].dtype) || !isFloatDType(inst_.srcs[1].dtype))
+      fail("searches float data for float values");
+    if (inst_.dst.dtype != DType::I32)
+      fail(std::string("writes i32 indices, not ") + dtypeName(inst_.dst.dtype));
+    expectTile(s[1], 1, s[0].partitions, 8);
+    expectTile(d, -1, s[0].partitions, 8);
+    break;
+  case Opcode::MatchReplace8:
+    expectFloats();
+    expectSameShape(d, s[0], 0);
+    expectTile(s[1], 1, s[0].partitions, 8);
+    break;
+  case Opcode::CopyPredicated:
+    if (inst_.dst.dtype != inst_.srcs[0].dtype)
+      fail(std::string("dst dtype ") + dtypeName(inst_.dst.dtype) + " differs from srcs[0] " +
+           dtypeName(inst_.srcs[0].dtype) + " (a predicated copy does not convert)");
+    expectSameShape(d, s[0], 0);
+    expectSameShape(d, s[1], 1);
+    break;
+  default:
+    fail("no operand rules for this opcode");
+  }
+  return sh;
+}
+
+/// nc_transpose (Tensor: SBUF -> PSUM, up to 128 x 128; Vector: up to 32 x 32) and
+/// dma_transpose (HBM or SBUF -> SBUF, 2- or 4-byte elements): dst[f, p] = src[p, f] of a 2-D
+/// source; an HBM source is [rows, cols] with cols becoming the partitions.
+InstrShape Checker::checkTranspose() {
+  expectSrcs(1);
+  const AccessPattern &src = inst_.srcs[0];
+  const bool dma = inst_.opcode == Opcode::DmaTranspose;
+  const Engine e = engineOfQueue(inst_.queue);
+  if (src.dims.size() != 2 || inst_.dst.dims.size() != 2)
+    fail("transposes a 2-D tile: src and dst need 2 dims (partitions and one free dim)");
+  if (inst_.dst.dtype != src.dtype)
+    fail(std::string("dst dtype ") + dtypeName(inst_.dst.dtype) + " differs from srcs[0] " +
+         dtypeName(src.dtype) + " (a transpose is bit-exact)");
+  ApFacts d = checkAp(inst_.dst, -1, !dma);
+  ApFacts s = checkAp(src, 0, !dma && src.space != MemSpace::Hbm);
+  const int64_t rows = src.dims[0][1], cols = src.dims[1][1];
+  expectTile(d, -1, cols, rows);
+  InstrShape sh;
+  sh.partitions = rows;
+  sh.freeElems = cols;
+  (void)s;
+  if (dma) {
+    expectSpace(inst_.dst, -1, MemSpace::Sbuf);
+    if (src.space == MemSpace::Psum)
+      fail("dma_transpose reads HBM or SBUF, not PSUM");
+    const int64_t eb = dtypeSize(src.dtype);
+    if (eb != 2 && eb != 4)
+      fail(std::string("dma_transpose moves 2- or 4-byte elements, not ") +
+           dtypeName(src.dtype));
+    sh.bytes = rows * cols * eb;
+    sh.hbmSides = src.space == MemSpace::Hbm ? 1 : 0;
+    return sh;
+  }
+  sh.touchesSbuf = src.space == MemSpace::Sbuf || inst_.dst.space == MemSpace::Sbuf;
+  sh.touchesPsum = src.space == MemSpace::Psum || inst_.dst.space == MemSpace::Psum;
+  if (e == Engine::Tensor) {
+    expectSpace(src, 0, MemSpace::Sbuf);
+    expectSpace(inst_.dst, -1, MemSpace::Psum);
+  } else if (rows > 32 || cols > 32) {
+    fail("the Vector engine transposes tiles of at most 32 x 32, got " + std::to_string(rows) +
+         " x " + std::to_string(cols) + " (use the Tensor engine or dma_transpose)");
+  }
+  return sh;
+}
+
 /// A collective reads and writes whole contiguous HBM ranges outside loops;
 /// the element counts follow its kind and its group's size.
 InstrShape Checker::checkCollective() {
@@ -645,6 +848,22 @@ InstrShape Checker::checkOperands() {
     return checkScatter();
   case Opcode::Matmul:
     return checkMatmul();
+  case Opcode::Transpose:
+  case Opcode::DmaTranspose:
+    return checkTranspose();
+  case Opcode::TensorScalar:
+    return inst_.twoOps || inst_.scaleTile ? checkIsaCompute() : checkCompute();
+  case Opcode::ScalarTensorTensor:
+  case Opcode::Reciprocal:
+  case Opcode::BnStats:
+  case Opcode::BnAggr:
+  case Opcode::TensorTensorScan:
+  case Opcode::TensorPartitionReduce:
+  case Opcode::Max8:
+  case Opcode::FindIndex8:
+  case Opcode::MatchReplace8:
+  case Opcode::CopyPredicated:
+    return checkIsaCompute();
   default:
     return checkCompute();
   }

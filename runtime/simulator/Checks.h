@@ -19,6 +19,7 @@ struct InstrShape {
   int64_t matmulK = 0, matmulM = 0, matmulN = 0;
   int64_t bytes = 0; // DmaCopy, DmaGather, DmaScatter: bytes moved
   int hbmSides = 0;  // DmaCopy, DmaGather, DmaScatter: HBM sides (an accumulate: 2)
+  int64_t runBytes = 0; // DMA: bytes of one descriptor, the shorter contiguous run of src/dst
   int64_t gatherRows = 0; // DmaGather, DmaScatter: rows moved (one descriptor each)
   int64_t tableRows = 0;  // DmaGather, DmaScatter: rows of the table (valid indices)
   bool touchesSbuf = false, touchesPsum = false;
@@ -66,6 +67,10 @@ inline void checkPsumBank(size_t index, const Instruction &inst,
   if (byteLo / target.psumBankBytes != (byteHi - 1) / target.psumBankBytes)
     failPsumBank(index, inst, target, byteLo, byteHi);
 }
+
+/// Bytes of the longest contiguous run that starts each row of `ap`'s innermost dims: the
+/// whole pattern if it is contiguous, at most one partition's free elements on chip.
+int64_t contiguousRunBytes(const AccessPattern &ap);
 
 /// "HBM", "SBUF" or "PSUM", for messages.
 const char *spaceName(MemSpace s);

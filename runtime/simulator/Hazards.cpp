@@ -275,8 +275,9 @@ HazardDetector::footprints(size_t index) {
     add(inst.srcs[k], false);
   if (rowSums) // the activation's row sums are a second output
     add(inst.srcs.back(), true);
-  if ((inst.opcode == Opcode::Matmul || inst.opcode == Opcode::DmaScatter) &&
-      inst.accumulate)
+  if (((inst.opcode == Opcode::Matmul || inst.opcode == Opcode::DmaScatter) &&
+       inst.accumulate) ||
+      inst.opcode == Opcode::CopyPredicated)
     add(inst.dst, false);
   add(inst.dst, true);
   return fps;

@@ -13,8 +13,10 @@
 // when the v-th instance on q completes (v <= 0: at once). Compute
 // instructions cost per CostModel.h; an instruction whose start was set by a
 // wait pays the static overhead too.
-// DMA transfers take dmaFixedNs + bytes / dmaBytesPerNsPerQueue on their
-// queue (a DmaGather or DmaScatter dmaDescriptorNs more per row) and reserve time on the
+// DMA transfers start dmaStartLatencyNs after their waits hold (or the run starts), or when
+// their queue's previous transfer ends if that is later (queued DMAs hide the latency); they
+// take their descriptors' time on their queue (CostModel.h dmaQueueNs: bytes at the queue's
+// bandwidth, each contiguous run no faster than dmaDescriptorMinBytes) and reserve time on the
 // shared HBM channel (HbmChannel.h); the "dma" busy time is the union of
 // their intervals (DmaBusy.h). On NC-v2 (sharedSbufPsumPorts) Vector/GpSimd
 // serialize on SBUF and Vector/Scalar on PSUM.
@@ -94,7 +96,7 @@ private:
   void runOnce(size_t index, const int64_t *iv);
   const Step &loopStep(size_t index, const LoopWalker &w);
   void prepare(Step &s, size_t index, const int64_t *loopCounts, int loopDepth);
-  void prepareDma(DmaStep &d, const InstrShape &sh) const;
+  void prepareDma(DmaStep &d, Opcode opcode, const InstrShape &sh) const;
   void prepareCompute(ComputeStep &c, const Instruction &inst,
                       const InstrShape &sh, Engine eng) const;
   void issue(size_t index, const Step &s, const int64_t *iv);
@@ -244,7 +246,7 @@ void Simulation::prepare(Step &s, size_t index, const int64_t *loopCounts,
   checkWaits(prog_, index, loopCounts, loopDepth);
   s.eng = engineOfQueue(inst.queue);
   if (s.eng == Engine::Dma)
-    prepareDma(s.dma, s.sh);
+    prepareDma(s.dma, inst.opcode, s.sh);
   else if (s.eng != Engine::Collective) // timed by the collective hook
     prepareCompute(s.compute, inst, s.sh, s.eng);
   s.bankPerInstance = psumBankVaries(inst, tgt_);
@@ -257,10 +259,10 @@ void Simulation::prepare(Step &s, size_t index, const int64_t *loopCounts,
 
 // Both fill every field in place (a step may be reused; building a copy and
 // assigning it costs store-forwarding stalls on this hot path).
-void Simulation::prepareDma(DmaStep &d, const InstrShape &sh) const {
-  d.queueNs = sh.gatherRows > 0
-                  ? dmaGatherQueueNs(tgt_, sh.bytes, sh.gatherRows)
-                  : dmaQueueNs(tgt_, sh.bytes);
+void Simulation::prepareDma(DmaStep &d, Opcode opcode, const InstrShape &sh) const {
+  d.queueNs = opcode == Opcode::DmaTranspose
+                  ? dmaTransposeQueueNs(tgt_, sh.bytes, sh.hbmSides > 0)
+                  : dmaQueueNs(tgt_, sh.bytes, sh.runBytes);
   d.hbmBytes = sh.bytes * sh.hbmSides;
   d.hbmNs = sh.hbmSides > 0 ? hbmNs(tgt_, d.hbmBytes) : 0;
 }
@@ -326,7 +328,7 @@ void Simulation::timeDma(int queue, const Step &s, double start,
   const DmaStep &d = s.dma;
   end = start + d.queueNs;
   if (s.sh.hbmSides > 0) {
-    double hbmEnd = hbm_.reserve(start + tgt_.dmaFixedNs, d.hbmNs);
+    double hbmEnd = hbm_.reserve(start, d.hbmNs);
     end = std::max(end, hbmEnd);
     stats_.hbmBytes += uint64_t(d.hbmBytes);
     if (++hbmReservesSinceRetire_ >= 1024)
@@ -436,6 +438,8 @@ void Simulation::issue(size_t index, const Step &s, const int64_t *iv) {
   const int q = inst.queue;
   const double ready = waitsSatisfied(index, inst, iv);
   double start = std::max(queueFree_[q], ready);
+  if (s.eng == Engine::Dma) // the semaphore-to-start latency, unless queued behind a transfer
+    start = std::max(queueFree_[q], std::max(ready, 0.0) + tgt_.dmaStartLatencyNs);
   double end, complete;
   const bool collective = s.eng == Engine::Collective;
   if (collective) {

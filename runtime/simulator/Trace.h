@@ -12,7 +12,7 @@
 // by "thread_sort_index". Every instruction instance (an instruction inside
 // loops runs once per iteration) is one complete event ("ph": "X") on its
 // queue's lane:
-//   name  opcode ("matmul", "dma_copy", ...)
+//   name  opcode ("nc_matmul", "dma_copy", ...)
 //   cat   engine ("tensor", "vector", "scalar", "gpsimd", "dma")
 //   ts    start, dur = end - start, in microseconds (floats; ns precision)
 //   args  instruction  index in Program::instructions

@@ -300,7 +300,7 @@ def test_dumped_ir_parses_with_neuron_opt(tmp_path):
     for name in ("0-import.mlir", "1-ntorch.mlir"):
         proc = _run_tool(NEURON_OPT, "--neuron-lower", str(graph_dir / name))
         assert proc.returncode == 0, (name, proc.stderr[-2000:])
-        assert b"nisa.matmul" in proc.stdout
+        assert b"nisa.nc_matmul" in proc.stdout
 
 
 # --- 1 and 7: max pooling ----------------------------------------------------------------------

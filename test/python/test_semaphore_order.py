@@ -93,9 +93,10 @@ def unordered_conflicts(program):
 
         # An activation that accumulates writes its row sums into its last source.
         row_sums = inst["op"] == "activation" and inst.get("accumulate")
-        srcs = inst["srcs"][:-1] if row_sums else inst["srcs"]
+        srcs = inst.get("srcs", [])  # a memset reads nothing
+        srcs = srcs[:-1] if row_sums else srcs
         read = set().union(*(_bytes(s, iv) for s in srcs))
-        if inst["op"] == "matmul" and inst.get("accumulate"):
+        if inst["op"] == "nc_matmul" and inst.get("accumulate"):
             read |= _bytes(inst["dst"], iv)
         written = _bytes(inst["dst"], iv)
         if row_sums:

@@ -73,7 +73,7 @@ TEST_CASE("a collective runs through the hook, overlapped by independent work",
     const auto *src = static_cast<const float *>(c.src);
     for (int64_t i = 0; i < c.srcElements; ++i)
       dst[i] = 2 * src[i];
-    return c.readyNs + 2000.0;
+    return c.readyNs + 10000.0;
   };
   RunStats s = p.run(o);
   REQUIRE(calls.size() == 1);
@@ -87,7 +87,7 @@ TEST_CASE("a collective runs through the hook, overlapped by independent work",
   CHECK(p.reducedOut[kN - 1] == 0.5f);
   CHECK(p.yOut[kN - 1] == 1.0f); // exp(0)
   CHECK(s.collectives == 1);
-  CHECK(s.collectiveNs == 2000.0);
+  CHECK(s.collectiveNs == 10000.0);
   // The exp tiles ran during the collective: the run is shorter than the sum
   // of both, and only part of the collective is exposed.
   RunOptions alone;
@@ -95,11 +95,11 @@ TEST_CASE("a collective runs through the hook, overlapped by independent work",
   Overlap q(2);
   const double computeNs = q.run(alone).simNs;
   CHECK(computeNs > 1000);
-  CHECK(s.simNs < computeNs + 2000.0);
-  CHECK(s.simNs >= 2000.0);
-  CHECK(s.exposedCollectiveNs < 2000.0 - 0.5 * std::min(computeNs, 2000.0));
-  CHECK(s.exposedCollectiveNs >= std::max(0.0, 2000.0 - computeNs) - 16);
-  CHECK(s.engineBusyNs.at("collective") == 2000.0);
+  CHECK(s.simNs < computeNs + 10000.0);
+  CHECK(s.simNs >= 10000.0);
+  CHECK(s.exposedCollectiveNs < 10000.0 - 0.5 * std::min(computeNs, 10000.0));
+  CHECK(s.exposedCollectiveNs >= std::max(0.0, 10000.0 - computeNs) - 16);
+  CHECK(s.engineBusyNs.at("collective") == 10000.0);
 }
 
 TEST_CASE("work that waits for a collective starts after it completes",
@@ -114,7 +114,7 @@ TEST_CASE("work that waits for a collective starts after it completes",
       CHECK(t.startNs >= 50000.0);
   CHECK(s.simNs > 50000.0);
   // Nothing else was left to do for most of it.
-  CHECK(s.exposedCollectiveNs > 40000.0);
+  CHECK(s.exposedCollectiveNs > 25000.0);
   delete o.timeline;
 }
 

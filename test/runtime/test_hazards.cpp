@@ -142,7 +142,7 @@ TEST_CASE("reads of on-chip memory never written are reported", "[hazards]") {
        {waitFor(kQueueVector, 1)});
   b.last().accumulate = true;
   CHECK_THROWS_WITH(simulate(b.prog, trn2(), {}, {}),
-                    Contains("(matmul on queue tensor) reads PSUM partition 0 "
+                    Contains("(nc_matmul on queue tensor) reads PSUM partition 0 "
                              "bytes [0, 512) that no instruction wrote"));
   b.prog.instructions[1].accumulate = false;
   CHECK_NOTHROW(simulate(b.prog, trn2(), {}, {}));

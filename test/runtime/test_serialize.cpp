@@ -138,7 +138,7 @@ TEST_CASE("JSON round trip keeps every field", "[serialize]") {
   Program p = fullProgram();
   std::string text = programToJson(p);
   CHECK_THAT(text, Contains("\"format\":\"neuronsim-program\""));
-  CHECK_THAT(text, Contains("\"version\":4"));
+  CHECK_THAT(text, Contains("\"version\":5"));
   CHECK_THAT(text, Contains("\"op\":\"tensor_reduce\""));
   CHECK_THAT(text, Contains("\"func\":\"gelu_tanh\""));
   CHECK_THAT(text, Contains("\"data\":\"+vs=\"")); // bytes 250, 251 in base64
@@ -290,18 +290,18 @@ TEST_CASE("readers reject other versions and formats", "[serialize]") {
   };
   // A version-1 program (before loops) names both versions.
   CHECK(messageOf([&] {
-          programFromJson(replace("\"version\":4", "\"version\":1"));
+          programFromJson(replace("\"version\":5", "\"version\":1"));
         }) == "version: unsupported program format version 1 (this build "
-              "reads version 4)");
+              "reads version 5)");
   CHECK_THAT(messageOf([&] {
-               programFromJson(replace("\"version\":4", "\"version\":\"4\""));
+               programFromJson(replace("\"version\":5", "\"version\":\"5\""));
              }),
              Contains("version: unsupported program format version"));
   CHECK_THAT(messageOf([&] {
                programFromJson(replace("neuronsim-program", "other-program"));
              }),
              Contains("format: expected \"neuronsim-program\""));
-  CHECK_THAT(messageOf([&] { programFromJson("{\"version\":4}"); }),
+  CHECK_THAT(messageOf([&] { programFromJson("{\"version\":5}"); }),
              Contains("format: missing"));
 
   // The same checks apply to CBOR.

@@ -71,7 +71,7 @@ TEST_CASE("PSUM capacity and banks", "[checks]") {
        {sbuf(DType::BF16, 0, 0, 128, {128}),
         sbuf(DType::BF16, 0, 256, 128, {512})});
   CHECK(errorOf(b.prog) ==
-        "instruction 0 (matmul): dst PSUM access [offset 1024, "
+        "instruction 0 (nc_matmul): dst PSUM access [offset 1024, "
         "2048 bytes] crosses a 2048-byte PSUM bank boundary");
   b.last().dst.offset = 2048;
   CHECK(errorOf(b.prog) == "<no error>");
@@ -151,7 +151,8 @@ TEST_CASE("opcodes run only on their engines, with matching operands",
        {sbuf(DType::BF16, 0, 0, 128, {128}),
         sbuf(DType::BF16, 0, 256, 128, {512})});
   CHECK(errorOf(b.prog) ==
-        "instruction 0 (matmul): cannot run on the vector engine (queue 1)");
+        "instruction 0 (nc_matmul): cannot run on the vector engine (queue 1); "
+        "it runs on tensor");
   b.last().queue = 45;
   CHECK_THAT(errorOf(b.prog), Contains("queue 45 does not exist"));
 

@@ -328,7 +328,7 @@ TEST_CASE("a matmul whose dst moves across PSUM banks fails at that instance",
         sbuf(DType::BF16, 0, 256, 128, {384})});
   b.loop(0, 2);
   CHECK(errorOf(b.prog) ==
-        "instruction 0 (matmul): dst PSUM access [offset 1024, 1536 bytes] "
+        "instruction 0 (nc_matmul): dst PSUM access [offset 1024, 1536 bytes] "
         "crosses a 2048-byte PSUM bank boundary");
   // Whole banks: the bank rule holds in every iteration if it holds in the
   // first.

@@ -1,9 +1,11 @@
 // Tiling helpers: HBM buffers for tensors, tile allocation and DMA access patterns.
 #include "compiler/Conversion/NTorchToNTile/TileEmitter.h"
+
 #include "compiler/Conversion/NTorchToNTile/RowTiling.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Matchers.h"
+#include "llvm/Support/ErrorHandling.h"
 
 using namespace mlir;
 using neuron::ntile::MemSpace;
@@ -33,9 +35,22 @@ std::optional<double> splatValue(Value v) {
   return et.isUnsignedInteger() ? (double)value.getZExtValue() : (double)value.getSExtValue();
 }
 
-ActFunc toActFunc(ntorch::UnaryFn fn) { return *symbolizeActFunc(ntorch::stringifyUnaryFn(fn)); }
+// Every ntorch function names an engine function of the same name (IsaOperands.def); a new
+// ntorch function without one stops here rather than lowering to the wrong instruction.
+ActFunc toActFunc(ntorch::UnaryFn fn) {
+  if (std::optional<ActFunc> a = symbolizeActFunc(ntorch::stringifyUnaryFn(fn)))
+    return *a;
+  llvm::report_fatal_error(llvm::Twine("ntorch unary function ") + ntorch::stringifyUnaryFn(fn) +
+                           " has no Scalar-engine function (runtime/program/IsaOperands.def)");
+}
 
-AluOp toAluOp(ntorch::BinaryFn fn) { return *symbolizeAluOp(ntorch::stringifyBinaryFn(fn)); }
+AluOp toAluOp(ntorch::BinaryFn fn) {
+  if (std::optional<AluOp> a = symbolizeAluOp(ntorch::stringifyBinaryFn(fn)))
+    return *a;
+  llvm::report_fatal_error(llvm::Twine("ntorch binary function ") +
+                           ntorch::stringifyBinaryFn(fn) +
+                           " has no ALU op (runtime/program/IsaOperands.def)");
+}
 
 AluOp toAluOp(ntorch::ReduceFn fn) {
   switch (fn) {

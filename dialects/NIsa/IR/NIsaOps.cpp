@@ -116,6 +116,25 @@ LogicalResult DmaCopyOp::verify() {
   return success();
 }
 
+LogicalResult DmaTransposeOp::verify() {
+  if (failed(verifyInstruction(*this, dmaQueues())))
+    return failure();
+  auto src = getSrc(), dst = getDst();
+  if (src.getRank() != 2 || dst.getRank() != 2)
+    return emitOpError("transposes a 2-D source into a 2-D SBUF tile");
+  if (dst.getSpace() != MemSpace::sbuf || src.getSpace() == MemSpace::psum)
+    return emitOpError("moves HBM or SBUF into SBUF");
+  if (dst.getSize(0) != src.getSize(1) || dst.getSize(1) != src.getSize(0))
+    return emitOpError("dst must be [") << src.getSize(1) << ", " << src.getSize(0)
+                                        << "], the source transposed";
+  if (dst.getElementType() != src.getElementType())
+    return emitOpError("DMA does not convert element types");
+  unsigned bits = src.getElementType().getIntOrFloatBitWidth();
+  if (bits != 16 && bits != 32)
+    return emitOpError("moves 2- or 4-byte elements");
+  return success();
+}
+
 LogicalResult MatmulOp::verify() {
   if (failed(verifyInstruction(*this, {kQueueTensor})))
     return failure();
@@ -145,6 +164,14 @@ LogicalResult TensorScalarOp::verify() {
   if (failed(verifyInstruction(*this, {kQueueVector, kQueueGpSimd})))
     return failure();
   return verifyElementwise(*this, {getSrc()});
+}
+
+LogicalResult MemsetOp::verify() {
+  if (failed(verifyInstruction(*this, {kQueueVector, kQueueScalar, kQueueGpSimd})))
+    return failure();
+  if (getDst().getSpace() == MemSpace::hbm)
+    return emitOpError("compute engines read and write SBUF/PSUM only");
+  return success();
 }
 
 LogicalResult TensorCopyOp::verify() {

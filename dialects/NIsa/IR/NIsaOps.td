@@ -83,7 +83,38 @@ def NIsa_DmaCopyOp : NIsa_Instruction<"dma_copy", (ins NIsa_AccessPatternAttr:$s
   }];
 }
 
-def NIsa_MatmulOp : NIsa_Instruction<"matmul",
+def NIsa_DmaTransposeOp : NIsa_Instruction<"dma_transpose", (ins NIsa_AccessPatternAttr:$src), "$src"> {
+  let summary = "DMA (trn2 and later): sbuf dst[c, r] = src[r, c] of a 2-D HBM or SBUF source";
+  let description = [{
+    The source's two dims are [rows, cols] (an HBM source: `[[row stride, rows],
+    [1, cols]]`); dst is `[cols partitions, rows]`. Bit-exact for 2- and 4-byte elements.
+    ```mlir
+    nisa.dma_transpose on 4 #nisa.ap<sbuf[0] + 0, [[1, 128], [1, 64]], f32>,
+        #nisa.ap<hbm[1] + 0, [[200, 64], [1, 128]], f32>
+    ```
+  }];
+  let extraClassDeclaration = [{
+    static ::neuron::runtime::Opcode getOpcode() { return ::neuron::runtime::Opcode::DmaTranspose; }
+    llvm::SmallVector<AccessPatternAttr> getReadPatterns() {
+      return {getSrc()};
+    }
+  }];
+}
+
+def NIsa_MemsetOp : NIsa_Instruction<"memset", (ins F64Attr:$value), "$value"> {
+  let summary = "Vector, Scalar or GpSimd engine: every element of dst = value";
+  let description = [{
+    ```mlir
+    nisa.memset on 3 <sbuf[0] + 0, [[1, 128], [1, 512]], bf16>, 0.000000e+00
+    ```
+  }];
+  let extraClassDeclaration = [{
+    static ::neuron::runtime::Opcode getOpcode() { return ::neuron::runtime::Opcode::Memset; }
+    llvm::SmallVector<AccessPatternAttr> getReadPatterns() { return {}; }
+  }];
+}
+
+def NIsa_MatmulOp : NIsa_Instruction<"nc_matmul",
     (ins NIsa_AccessPatternAttr:$stationary, NIsa_AccessPatternAttr:$moving, UnitAttr:$accumulate),
     "$stationary `,` $moving"> {
   let summary = "Tensor engine: psum dst[M, N] (+)= stationary[K, M]^T @ moving[K, N]";

@@ -26,6 +26,7 @@
 // into) one table row per source partition, in partition order. Every fast path gives the bits
 // of the general path it replaces (test_fast_paths.cpp).
 #include "runtime/simulator/functional/Execute.h"
+#include "runtime/simulator/functional/IsaOps.h"
 #include "runtime/simulator/functional/Random.h"
 
 #include "runtime/simulator/Simulator.h"
@@ -907,6 +908,8 @@ void Executor::scatterRows(size_t index, const Instruction &inst,
 void Executor::run(size_t index, const Instruction &inst,
                    const InstrShape &shape) {
   mem_.prepare(inst);
+  if (runIsaOp(mem_, index, inst, shape))
+    return;
   switch (inst.opcode) {
   case Opcode::DmaCopy:
     copyElements(mem_.view(inst.dst), mem_.view(inst.srcs[0]));

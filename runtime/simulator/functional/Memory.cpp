@@ -371,7 +371,9 @@ void Memory::touch(const AccessPattern &ap, bool write) {
 void Memory::prepare(const Instruction &inst) {
   for (const AccessPattern &s : inst.srcs)
     touch(s, false); // reads first: an in-place op reads the old bytes
-  touch(inst.dst, !(inst.opcode == Opcode::Matmul && inst.accumulate));
+  // A matmul that accumulates and a predicated copy read dst before writing it.
+  touch(inst.dst, !((inst.opcode == Opcode::Matmul && inst.accumulate) ||
+                    inst.opcode == Opcode::CopyPredicated));
 }
 
 View Memory::view(const AccessPattern &ap) const {

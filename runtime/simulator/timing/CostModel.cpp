@@ -93,26 +93,118 @@ double matmulCycles(const Target &t, int64_t m, int64_t n, bool fp32Inputs) {
   return fp32Inputs ? c * t.matmulFp32Factor : c;
 }
 
+namespace {
+
+bool lowPrecision(DType d) { return d == DType::BF16 || d == DType::F16; }
+
+bool allLowPrecision(const Instruction &inst) {
+  if (!lowPrecision(inst.dst.dtype))
+    return false;
+  for (const auto &s : inst.srcs)
+    if (!lowPrecision(s.dtype))
+      return false;
+  return true;
+}
+
+/// How many times faster than NC-v2 an instruction runs in the performance modes of NC-v3
+/// and later (HARDWARE.md "Performance modes"): the Vector engine runs tensor_copy and
+/// tensor_scalar 4x on bf16/fp16 SBUF operands with contiguous rows, 2x on such operands with
+/// strided rows or with one operand in PSUM, and tensor_tensor 2x on bf16/fp16 SBUF inputs;
+/// NC-v4's Scalar engine runs tensor_copy and tensor_scalar 2x on bf16/fp16 operands.
+double performanceMode(const Target &t, const Instruction &inst, Engine e) {
+  if (t.generation == Generation::Trn1 || !allLowPrecision(inst))
+    return 1;
+  const bool copyOrScalar =
+      inst.opcode == Opcode::TensorCopy || inst.opcode == Opcode::TensorScalar;
+  if (e == Engine::Scalar)
+    return copyOrScalar && t.generation == Generation::Trn3 ? 2 : 1;
+  if (e != Engine::Vector)
+    return 1;
+  int psum = inst.dst.space == MemSpace::Psum;
+  bool contiguous = innerContiguous(inst.dst);
+  for (const auto &s : inst.srcs) {
+    psum += s.space == MemSpace::Psum;
+    contiguous &= innerContiguous(s) || broadcastRow(s);
+  }
+  if (copyOrScalar) {
+    if (psum == 0)
+      return contiguous ? 4 : 2;
+    return psum == 1 && contiguous ? 2 : 1;
+  }
+  if (inst.opcode == Opcode::TensorTensor) {
+    for (const auto &s : inst.srcs)
+      if (s.space != MemSpace::Sbuf)
+        return 1;
+    return 2;
+  }
+  return 1;
+}
+
+bool isZero(double v) { return v == 0; }
+
+} // namespace
+
 double computeCycles(const Target &t, const Instruction &inst,
                      const InstrShape &shape) {
   const double n = double(shape.freeElems);
+  const Engine e = engineOfQueue(inst.queue);
   double c = n;
   switch (inst.opcode) {
   case Opcode::Matmul:
     return matmulCycles(t, shape.matmulM, shape.matmulN,
                         inst.srcs[0].dtype == DType::F32 ||
                             inst.srcs[1].dtype == DType::F32);
+  case Opcode::Transpose:
+    if (e == Engine::Tensor) {
+      // HARDWARE.md: max(P, min(64, F)); fp32 at the matmul's x4 on NC-v2, x2 in NC-v3's
+      // transpose mode.
+      double pe = double(std::max<int64_t>(shape.partitions,
+                                           std::min<int64_t>(t.matmulStationaryCycles, n)));
+      if (inst.srcs[0].dtype == DType::F32)
+        pe *= t.generation == Generation::Trn1 ? t.matmulFp32Factor : t.matmulFp32Factor / 2;
+      return pe;
+    }
+    c = n; // Vector: max(MIN_II, N)
+    break;
   case Opcode::Activation:
     // HARDWARE.md: activation_reduce costs an activation + MIN_II.
     c = inst.accumulate ? n + t.minII : n;
     break;
-  case Opcode::TensorScalar:
+  case Opcode::TensorScalar: // two ops cost the same as one
   case Opcode::TensorCopy:
+  case Opcode::Max8:
+  case Opcode::FindIndex8:
+  case Opcode::MatchReplace8:
+  case Opcode::BnStats:
     c = n;
     break;
   case Opcode::TensorTensor:
     c = tensorTensorCycles(inst, n);
     break;
+  case Opcode::ScalarTensorTensor: {
+    const bool fast = allBf16(inst) && inst.alu == AluOp::Sub && inst.alu2 == AluOp::Mul &&
+                      shape.freeElems % 2 == 0;
+    c = fast ? n : 2 * n;
+    break;
+  }
+  case Opcode::Reciprocal:
+    c = 8 * n;
+    break;
+  case Opcode::BnAggr:
+    c = 13 * n / 3;
+    break;
+  case Opcode::TensorTensorScan:
+    c = 2 * n;
+    break;
+  case Opcode::TensorPartitionReduce:
+    // ESTIMATE (Isa.def): GpSimd start-up + P x N elements over 8 cores x 16 fp32 lanes.
+    c = t.iotaFixedCycles + double(shape.partitions) * n / 128;
+    break;
+  case Opcode::CopyPredicated: {
+    const bool split = inst.srcs[0].space != inst.srcs[1].space;
+    c = split ? n : 2 * n;
+    break;
+  }
   case Opcode::TensorReduce: {
     bool half = inst.srcs[0].dtype == DType::BF16 &&
                 (inst.alu == AluOp::Add || inst.alu == AluOp::Max);
@@ -120,7 +212,7 @@ double computeCycles(const Target &t, const Instruction &inst,
     break;
   }
   case Opcode::Memset:
-    c = inst.dst.dtype == DType::BF16 ? n / 2 : n;
+    c = lowPrecision(inst.dst.dtype) && isZero(inst.imm[0]) ? n / 2 : n;
     break;
   case Opcode::Iota:
   case Opcode::Random:
@@ -132,9 +224,11 @@ double computeCycles(const Target &t, const Instruction &inst,
   case Opcode::DmaCopy:
   case Opcode::DmaGather:
   case Opcode::DmaScatter:
+  case Opcode::DmaTranspose:
   case Opcode::Collective:
     return 0;
   }
+  c /= performanceMode(t, inst, e);
   bool wide = wideInnerStride(inst.dst);
   for (const auto &s : inst.srcs)
     wide |= wideInnerStride(s);
@@ -148,7 +242,8 @@ Cost computeCost(const Target &t, const Instruction &inst,
   Engine e = engineOfQueue(inst.queue);
   double ghz = engineGhz(t, e);
   Cost cost;
-  if (inst.opcode == Opcode::Matmul) {
+  if (inst.opcode == Opcode::Matmul ||
+      (inst.opcode == Opcode::Transpose && e == Engine::Tensor)) {
     cost.busyNs = computeCycles(t, inst, shape) / ghz;
     cost.latencyNs = t.matmulLatencyCycles / ghz;
     return cost;
@@ -162,12 +257,21 @@ double stalledOverheadNs(const Target &t, Engine e) {
   return ghz > 0 ? t.staticOverheadCycles / ghz : 0;
 }
 
-double dmaQueueNs(const Target &t, int64_t bytes) {
-  return t.dmaFixedNs + double(bytes) / t.dmaBytesPerNsPerQueue;
+double dmaDescriptorNs(const Target &t, int64_t bytes) {
+  return std::max(double(bytes), t.dmaDescriptorMinBytes) / t.dmaBytesPerNsPerQueue;
 }
 
-double dmaGatherQueueNs(const Target &t, int64_t bytes, int64_t rows) {
-  return dmaQueueNs(t, bytes) + double(rows) * t.dmaDescriptorNs;
+double dmaQueueNs(const Target &t, int64_t bytes, int64_t runBytes) {
+  if (bytes <= 0)
+    return 0;
+  runBytes = std::clamp<int64_t>(runBytes, 1, bytes);
+  const int64_t full = bytes / runBytes, rest = bytes % runBytes;
+  return double(full) * dmaDescriptorNs(t, runBytes) + (rest ? dmaDescriptorNs(t, rest) : 0);
+}
+
+double dmaTransposeQueueNs(const Target &t, int64_t bytes, bool fromHbm) {
+  const double share = fromHbm ? t.dmaTransposeFromHbm : t.dmaTransposeOnChip;
+  return double(bytes) / (t.dmaBytesPerNsPerQueue * share);
 }
 
 double hbmNs(const Target &t, int64_t bytes) {

@@ -37,13 +37,18 @@ Cost computeCost(const Target &t, const Instruction &inst,
 /// (HARDWARE.md: ~100 cycles static overhead for dependent instructions).
 double stalledOverheadNs(const Target &t, Engine e);
 
-/// Time one DMA queue needs for a transfer of `bytes`.
-double dmaQueueNs(const Target &t, int64_t bytes);
+/// Queue time of one DMA descriptor (a contiguous run) of `bytes`: bytes / queue bandwidth,
+/// but no less than dmaDescriptorMinBytes' worth (HARDWARE.md: small descriptors run at a
+/// fraction of peak; FITTED on the published efficiency curve).
+double dmaDescriptorNs(const Target &t, int64_t bytes);
 
-/// Time one DMA queue needs for a DmaGather (or DmaScatter) of `rows` rows, `bytes` in all:
-/// a transfer of `bytes` plus dmaDescriptorNs per row (one descriptor each;
-/// the ESTIMATE is explained in Target.cpp).
-double dmaGatherQueueNs(const Target &t, int64_t bytes, int64_t rows);
+/// Time one DMA queue needs to move `bytes` in contiguous runs of `runBytes` (the shorter
+/// of the source's and the destination's runs: a row of a partition, a gathered row).
+double dmaQueueNs(const Target &t, int64_t bytes, int64_t runBytes);
+
+/// Time one DMA queue needs for a dma_transpose of `bytes` (HARDWARE.md: at most 90% of the
+/// DMA throughput from HBM, 50% from SBUF).
+double dmaTransposeQueueNs(const Target &t, int64_t bytes, bool fromHbm);
 
 /// Time the shared HBM channel needs for `bytes`.
 double hbmNs(const Target &t, int64_t bytes);

@@ -3,7 +3,7 @@
 // Each instruction kind runs on its engine's queue.
 func.func @matmul_on_vector() {
   // expected-error @+1 {{cannot run on queue 1; allowed: 0}}
-  nisa.matmul on 1 <psum[0] + 0, [[1, 3], [1, 8]], f32>, <sbuf[0] + 0, [[1, 64], [1, 3]], bf16>, <sbuf[0] + 64, [[1, 64], [1, 8]], bf16>
+  nisa.nc_matmul on 1 <psum[0] + 0, [[1, 3], [1, 8]], f32>, <sbuf[0] + 0, [[1, 64], [1, 3]], bf16>, <sbuf[0] + 64, [[1, 64], [1, 8]], bf16>
   return
 }
 

@@ -9,8 +9,8 @@
 // The 150 KiB weight tile loads as four transfers of 32 partitions on four queues.
 // CHECK: nisa.dma_copy on 6 <sbuf[0] + 64, {{\[\[}}1, 32], [1, 300]], f32>, <hbm[1] + 0, {{\[\[}}1, 32], [200, 300]], f32>
 // CHECK-NEXT: nisa.dma_copy on 7 <sbuf[32] + 64, {{\[\[}}1, 32], [1, 300]], f32>, <hbm[1] + 32,
-// CHECK: nisa.matmul on 0 <psum[0] + 0, {{\[\[}}1, 3], [1, 300]], f32>, <sbuf[0] + 0, {{\[\[}}1, 128], [1, 3]], f32>, {{.*}} wait [4, 1, 6, 1, 7, 1, 8, 1, 9, 1]
-// CHECK: nisa.matmul on 0 {{.*}} {accumulate}
+// CHECK: nisa.nc_matmul on 0 <psum[0] + 0, {{\[\[}}1, 3], [1, 300]], f32>, <sbuf[0] + 0, {{\[\[}}1, 128], [1, 3]], f32>, {{.*}} wait [4, 1, 6, 1, 7, 1, 8, 1, 9, 1]
+// CHECK: nisa.nc_matmul on 0 {{.*}} {accumulate}
 // CHECK-NOT: nisa.tensor_copy
 // CHECK: nisa.tensor_tensor add on 1 {{.*}}, <psum[0] + 0, {{\[\[}}1, 3], [1, 300]], f32> wait [0, 2, {{[0-9]+}}, 1]
 // CHECK-NEXT: nisa.activation relu on 2

@@ -1,0 +1,231 @@
+"""The instruction set, instruction by instruction: each instruction of runtime/program/Isa.def
+(the table behind neuronsim._C.isa_table()) with its engines, the generations that have it and
+its documented cost formula, and what the simulator charges for it at three sizes on each
+target, checked against the formula evaluated here from the documentation (runtime/HARDWARE.md).
+Writes bench/results/isa.md.
+
+    python bench/isa.py
+
+Each point is a one-instruction program on SBUF tiles of 128 partitions run timing-only; the
+cycles are the engine's busy time at its clock without the ~60-cycle SBUF access overhead
+(matmuls and Tensor-engine transposes: their initiation interval). DMA rows give nanoseconds
+on one queue: the descriptor model (runs of at least 2438 bytes' time) or dma_transpose's
+90% / 50% share; the 1.3 us start latency is left out (it is hidden behind queued transfers).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+
+import torch
+import torch.utils.dlpack
+
+from neuronsim import _C
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TARGETS = ["trn1", "trn2", "trn3"]
+SIZES = [64, 256, 512]
+DMA_SIZES = [64, 1024, 4096]
+MIN_II = 64
+
+
+def sbuf(dtype, free, offset=0, parts=128, partition=0):
+    return {"space": "sbuf", "dtype": dtype, "partition": partition, "offset": offset,
+            "dims": [[1, parts], [1, free]]}
+
+
+def psum(dtype, free, offset=0, parts=128):
+    return {"space": "psum", "dtype": dtype, "partition": 0, "offset": offset,
+            "dims": [[1, parts], [1, free]]}
+
+
+def broadcast(tile):
+    t = json.loads(json.dumps(tile))
+    t["dims"][-1][0] = 0
+    return t
+
+
+QUEUES = {"tensor": 0, "vector": 1, "scalar": 2, "gpsimd": 3, "dma": 4}
+
+
+# Per instruction: (engine, its operands at free size n, the documented cycles at n on a
+# target of generation `gen`). None: not timed here (see the note column).
+def cases(n):
+    bf, bf2, bf3 = sbuf("bf16", n), sbuf("bf16", n, 32768), sbuf("bf16", n, 65536)
+    f32, f32b = sbuf("f32", n), sbuf("f32", n, 32768)
+    at_least = lambda c: max(c, MIN_II)  # noqa: E731
+    perf4 = lambda gen: 1 if gen == "trn1" else 4  # noqa: E731
+    perf2 = lambda gen: 1 if gen == "trn1" else 2  # noqa: E731
+    return {
+        "nc_matmul": ("tensor", {"dst": psum("f32", n), "srcs": [sbuf("bf16", 128),
+                                                                 sbuf("bf16", n, 32768)]},
+                      lambda gen: max(min(64, 128), n)),
+        "activation": ("scalar", {"dst": f32, "srcs": [f32b], "func": "exp", "imm": [1, 0]},
+                       lambda gen: at_least(n)),
+        "tensor_tensor": ("vector", {"dst": bf, "srcs": [bf2, bf3], "alu": "add"},
+                          lambda gen: at_least(n / perf2(gen))),
+        "tensor_scalar": ("vector", {"dst": bf, "srcs": [bf2], "alu": "mul", "alu2": "add",
+                                     "two_ops": True, "imm": [2, 1]},
+                          lambda gen: at_least(n / perf4(gen))),
+        "tensor_copy": ("vector", {"dst": f32, "srcs": [f32b]}, lambda gen: at_least(n)),
+        "tensor_reduce": ("vector", {"dst": sbuf("bf16", 1), "srcs": [bf2], "alu": "add",
+                                     "axes": 1}, lambda gen: at_least(n / 2)),
+        "memset": ("vector", {"dst": bf, "imm": [0, 0]}, lambda gen: at_least(n / 2)),
+        "iota": ("gpsimd", {"dst": sbuf("i32", n), "imm": [0, 0]}, lambda gen: at_least(150 + n)),
+        "select": ("vector", {"dst": f32, "srcs": [sbuf("f32", n, 8192), f32b,
+                                                   sbuf("f32", n, 65536)]},
+                   lambda gen: at_least(2 * n)),
+        "random": ("gpsimd", {"dst": f32, "imm": [0, 0]}, lambda gen: at_least(150 + n)),
+        "scalar_tensor_tensor": ("vector", {"dst": bf, "srcs": [bf2, bf3], "alu": "sub",
+                                            "alu2": "mul", "imm": [1, 0]},
+                                 lambda gen: at_least(n)),
+        "reciprocal": ("vector", {"dst": f32, "srcs": [f32b]}, lambda gen: at_least(8 * n)),
+        "bn_stats": ("vector", {"dst": sbuf("f32", 6), "srcs": [f32b]}, lambda gen: at_least(n)),
+        "bn_aggr": ("vector", {"dst": sbuf("f32", 2), "srcs": [sbuf("f32", 6 * n, 32768)]},
+                    lambda gen: at_least(13 * 6 * n / 3)),
+        "tensor_tensor_scan": ("vector", {"dst": f32, "srcs": [f32b, sbuf("f32", n, 65536)],
+                                          "alu": "mul", "alu2": "add", "imm": [0, 0]},
+                               lambda gen: at_least(2 * n)),
+        "tensor_partition_reduce": ("gpsimd", {"dst": sbuf("f32", n, parts=1), "srcs": [f32b],
+                                               "alu": "add"},
+                                    lambda gen: at_least(150 + 128 * n / 128)),
+        "nc_transpose": ("tensor", {"dst": psum("bf16", 128, parts=min(n, 128)),
+                                    "srcs": [sbuf("bf16", min(n, 128), 32768)]},
+                         lambda gen: max(128, min(64, min(n, 128)))),
+        "max8": ("vector", {"dst": sbuf("f32", 8), "srcs": [f32b]}, lambda gen: at_least(n)),
+        "nc_find_index8": ("vector", {"dst": sbuf("i32", 8), "srcs": [f32b, sbuf("f32", 8, 65536)]},
+                           lambda gen: at_least(n)),
+        "nc_match_replace8": ("vector", {"dst": f32, "srcs": [f32b, sbuf("f32", 8, 65536)],
+                                         "imm": [0, 0]}, lambda gen: at_least(n)),
+        "tensor_copy_predicated": ("vector", {"dst": f32, "srcs": [f32b, psum("f32", n)]},
+                                   lambda gen: at_least(n)),
+    }
+
+
+def dma_cases(n, facts):
+    """DMA rows: a [128, n] fp32 load in rows of n elements, and a dma_transpose of [n, 128]."""
+    bw = facts["dma_bytes_per_ns_per_queue"]
+    desc = facts["dma_descriptor_min_bytes"]
+    run = 4 * n
+    hbm_rows = {"space": "hbm", "dtype": "f32", "buffer": 0, "offset": 0,
+                "dims": [[n, 128], [1, n]]}
+    hbm_t = {"space": "hbm", "dtype": "f32", "buffer": 0, "offset": 0,
+             "dims": [[128, n], [1, 128]]}
+    return {
+        "dma_copy": ({"dst": sbuf("f32", n), "srcs": [hbm_rows]}, [128, n],
+                     128 * max(run, desc) / bw),
+        "dma_transpose": ({"dst": sbuf("f32", n), "srcs": [hbm_t]}, [n, 128],
+                          128 * run / (bw * 0.9)),
+    }
+
+
+def program(target, name, queue, inst, buffers=()):
+    return json.dumps({
+        "format": "neuronsim-program", "version": _C.PROGRAM_FORMAT_VERSION, "target": target,
+        "flops": 0, "loops": [], "origins": [],
+        "buffers": [{"name": f"b{i}", "kind": "input", "index": i, "dtype": "f32", "shape": s}
+                    for i, s in enumerate(buffers)],
+        "instructions": [dict(inst, op=name, queue=queue)],
+    })
+
+
+def simulate(target, name, queue, inst, buffers=()):
+    """Simulated ns of the one-instruction program, or the simulator's refusal."""
+    prog = _C.Program.from_json(program(target, name, queue, inst, buffers))
+    inputs = [torch.utils.dlpack.to_dlpack(torch.zeros(shape)) for shape in buffers]
+    try:
+        _, stats = prog.run(inputs, timing_only=True)
+    except RuntimeError as e:
+        return str(e)
+    return stats
+
+
+def main() -> None:
+    table = _C.isa_table()
+    facts = {t: _C.target_facts(t) for t in TARGETS}
+    rows, mismatches = [], 0
+    for info in table:
+        name = info["name"]
+        cells = []
+        note = ""
+        for target in TARGETS:
+            f = facts[target]
+            gen = f["generation"]
+            if gen not in info["generations"]:
+                cells.append("not on " + target)
+                continue
+            values = []
+            sizes = DMA_SIZES if name in ("dma_copy", "dma_transpose") else SIZES
+            for n in sizes:
+                c = cases(n).get(name)
+                if c is not None:
+                    engine, inst, formula = c
+                    stats = simulate(target, name, QUEUES[engine], inst)
+                    if isinstance(stats, str):
+                        values.append("error")
+                        note = stats
+                        mismatches += 1
+                        continue
+                    ghz = f[f"{engine}_ghz"]
+                    busy = stats["engine_busy_ns"][engine] * ghz
+                    cycles = busy if engine == "tensor" else busy - f["access_overhead_cycles"]
+                    want = formula(gen)
+                    ok = abs(cycles - want) < 1e-6 * max(1.0, want)
+                    mismatches += not ok
+                    values.append(f"{cycles:g}" + ("" if ok else f" (formula {want:g})"))
+                    continue
+                d = dma_cases(n, f).get(name)
+                if d is not None:
+                    inst, shape, want = d
+                    stats = simulate(target, name, QUEUES["dma"], inst, [shape])
+                    if isinstance(stats, str):
+                        values.append("error")
+                        note = stats
+                        mismatches += 1
+                        continue
+                    ns = stats["engine_busy_ns"]["dma"]
+                    ok = abs(ns - want) < 1e-6 * want
+                    mismatches += not ok
+                    values.append(f"{ns:.0f} ns" + ("" if ok else f" (formula {want:.0f})"))
+                    continue
+                values.append("-")
+            cells.append(" / ".join(values))
+        if all(v.startswith("-") for v in cells if not v.startswith("not on")):
+            note = note or "timed by its own model (collectives, gathers: see HARDWARE.md)"
+        rows.append((name, ", ".join(info["engines"]), "yes" if info["nki"] else "NeuronSim",
+                     info["cost"], cells, note))
+
+    out = os.path.join(HERE, "results", "isa.md")
+    with open(out, "w") as fh:
+        fh.write("# The instruction set and its simulated costs\n\n")
+        fh.write(f"`python bench/isa.py`, {datetime.date.today()}, {platform.machine()}. "
+                 f"One row per instruction of `runtime/program/Isa.def`; each target cell gives "
+                 f"the simulated cycles (DMA: ns on one queue) at N = "
+                 f"{' / '.join(map(str, SIZES))} free elements per partition, 128 partitions, "
+                 f"checked against the documented formula evaluated independently here "
+                 f"({'all match' if mismatches == 0 else f'{mismatches} MISMATCHES'}).\n\n")
+        fh.write("Operands: tensor_tensor, tensor_scalar (two ops), scalar_tensor_tensor "
+                 "(subtract then multiply), tensor_reduce, memset (zero) and nc_transpose in "
+                 "bf16, the rest in fp32; nc_transpose of [min(N, 128), 128]; bn_aggr over N "
+                 "bn_stats groups (6N values); tensor_copy_predicated with its predicate in PSUM. "
+                 "trn2/trn3 rows show the Vector engine's performance modes (4x tensor_scalar "
+                 "and tensor_copy on bf16 SBUF rows, 2x bf16 tensor_tensor); the DMA rows are "
+                 "a [128, N] fp32 load in rows of 4N bytes (descriptors of fewer than 2438 "
+                 "bytes run below full rate) and a dma_transpose of [N, 128], at N = "
+                 f"{' / '.join(map(str, DMA_SIZES))}.\n\n")
+        fh.write("| instruction | engines | nki.isa | documented cost | "
+                 + " | ".join(TARGETS) + " | note |\n")
+        fh.write("|---|---|---|---|" + "---|" * len(TARGETS) + "---|\n")
+        for name, engines, nki, cost, cells, note in rows:
+            fh.write(f"| `{name}` | {engines} | {nki} | {cost} | " + " | ".join(cells)
+                     + f" | {note} |\n")
+    print(open(out).read())
+    if mismatches:
+        raise SystemExit(f"{mismatches} simulated costs differ from their formulas")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+// The instruction set as data: what Isa.def says of each opcode, for the checks, the
+// serializer, the reports and the Python view.
+#pragma once
+
+#include "runtime/program/Program.h"
+
+#include <cstdint>
+
+namespace neuron::runtime {
+
+/// NeuronCore generations (Target::generation).
+enum class Generation : uint8_t { Trn1, Trn2, Trn3 };
+/// "trn1", "trn2", "trn3".
+const char *generationName(Generation g);
+
+/// Instruction fields besides queue, dst, srcs and waits (Isa.def's `fields`).
+enum class Field : uint8_t { Func, Alu, Alu2, Imm, Accumulate, Reverse, Axes, Collective };
+
+/// One row of Isa.def.
+struct InstructionInfo {
+  Opcode opcode;
+  const char *name;      // serialized / IR / report name (the nki.isa name if nki)
+  uint8_t engines;       // bit (1 << Engine) per engine that may run it
+  uint8_t generations;   // bit (1 << Generation) per generation that has it
+  uint16_t fields;       // bit (1 << Field) per field it uses
+  bool nki;              // an nki.isa instruction (else a NeuronSim one)
+  const char *cost;      // the documented cost formula
+};
+
+/// The row of `op` (every Opcode has one).
+const InstructionInfo &instructionInfo(Opcode op);
+
+inline bool runsOn(Opcode op, Engine e) {
+  return instructionInfo(op).engines & (1u << unsigned(e));
+}
+inline bool existsOn(Opcode op, Generation g) {
+  return instructionInfo(op).generations & (1u << unsigned(g));
+}
+inline bool usesField(Opcode op, Field f) {
+  return instructionInfo(op).fields & (1u << unsigned(f));
+}
+
+} // namespace neuron::runtime

@@ -1,0 +1,300 @@
+// See IsaOps.h. Operands are read whole, row-major over their dims (partition first), so
+// element p * F + f of a [P, F] operand is partition p, free index f.
+#include "runtime/simulator/functional/IsaOps.h"
+
+#include "runtime/simulator/functional/ElementOps.h"
+#include "runtime/simulator/functional/StridedView.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace neuron::runtime {
+
+namespace {
+
+template <class T> std::vector<T> load(Memory &mem, const AccessPattern &ap) {
+  std::vector<T> out(size_t(ap.numElements()));
+  Cursor c(mem.view(ap));
+  gather(c, out.data(), int64_t(out.size()));
+  return out;
+}
+
+template <class T> void store(Memory &mem, const AccessPattern &ap, const std::vector<T> &v) {
+  Cursor c(mem.view(ap));
+  scatter(c, v.data(), int64_t(v.size()));
+}
+
+float alu(AluOp op, float a, float b) {
+  float r = 0;
+  withAluOp<float>(op, [&](auto f) { r = f(a, b); });
+  return r;
+}
+
+/// op(a, b), or op(b, a) when `reverse`.
+float alu(AluOp op, float a, float b, bool reverse) {
+  return reverse ? alu(op, b, a) : alu(op, a, b);
+}
+
+int64_t partitionsOf(const AccessPattern &ap) {
+  return ap.dims[0][1]; // the partition dim (an HBM source: its rows)
+}
+
+/// The per-partition scalar of tensor_scalar / scalar_tensor_tensor: imm[0], or the first
+/// element of each partition of the tile srcs.back() (read with free stride 0) when scaleTile.
+std::vector<float> scalars(Memory &mem, const Instruction &inst, int64_t parts) {
+  std::vector<float> s(size_t(parts), float(inst.imm[0]));
+  if (inst.scaleTile) {
+    const std::vector<float> tile = load<float>(mem, inst.srcs.back());
+    const size_t n = tile.size() / size_t(parts);
+    for (int64_t p = 0; p < parts; ++p)
+      s[size_t(p)] = tile[size_t(p) * n];
+  }
+  return s;
+}
+
+void tensorScalar(Memory &mem, const Instruction &inst) {
+  std::vector<float> x = load<float>(mem, inst.srcs[0]);
+  const int64_t parts = partitionsOf(inst.dst), n = int64_t(x.size()) / parts;
+  const std::vector<float> s = scalars(mem, inst, parts);
+  const float s1 = float(inst.imm[1]);
+  for (int64_t p = 0; p < parts; ++p)
+    for (int64_t i = 0; i < n; ++i) {
+      float &v = x[size_t(p * n + i)];
+      v = alu(inst.alu, v, s[size_t(p)], inst.reverse);
+      if (inst.twoOps)
+        v = alu(inst.alu2, v, s1, inst.reverse2);
+    }
+  store(mem, inst.dst, x);
+}
+
+void scalarTensorTensor(Memory &mem, const Instruction &inst) {
+  std::vector<float> x = load<float>(mem, inst.srcs[0]);
+  const std::vector<float> y = load<float>(mem, inst.srcs[1]);
+  const int64_t parts = partitionsOf(inst.dst), n = int64_t(x.size()) / parts;
+  const std::vector<float> s = scalars(mem, inst, parts);
+  for (int64_t p = 0; p < parts; ++p)
+    for (int64_t i = 0; i < n; ++i) {
+      const size_t k = size_t(p * n + i);
+      x[k] = alu(inst.alu2, alu(inst.alu, x[k], s[size_t(p)], inst.reverse), y[k],
+                 inst.reverse2);
+    }
+  store(mem, inst.dst, x);
+}
+
+void reciprocal(Memory &mem, const Instruction &inst) {
+  std::vector<float> x = load<float>(mem, inst.srcs[0]);
+  for (float &v : x)
+    v = 1.0f / v;
+  store(mem, inst.dst, x);
+}
+
+/// Per partition: count, mean, mean-centred sum of squares of the even elements, then of the
+/// odd ones (Welford's update, in fp32).
+void bnStats(Memory &mem, const Instruction &inst) {
+  const std::vector<float> x = load<float>(mem, inst.srcs[0]);
+  const int64_t parts = partitionsOf(inst.srcs[0]), n = int64_t(x.size()) / parts;
+  std::vector<float> out(size_t(parts * 6));
+  for (int64_t p = 0; p < parts; ++p)
+    for (int64_t half = 0; half < 2; ++half) {
+      float count = 0, mean = 0, m2 = 0;
+      for (int64_t i = half; i < n; i += 2) {
+        const float v = x[size_t(p * n + i)];
+        count += 1;
+        const float delta = v - mean;
+        mean += delta / count;
+        m2 += delta * (v - mean);
+      }
+      float *o = &out[size_t(p * 6 + half * 3)];
+      o[0] = count;
+      o[1] = mean;
+      o[2] = m2;
+    }
+  store(mem, inst.dst, out);
+}
+
+/// Combines the (count, mean, M2) triples of a partition (Chan et al.) into its mean and
+/// population variance.
+void bnAggr(Memory &mem, const Instruction &inst) {
+  const std::vector<float> x = load<float>(mem, inst.srcs[0]);
+  const int64_t parts = partitionsOf(inst.srcs[0]), n = int64_t(x.size()) / parts;
+  std::vector<float> out(size_t(parts * 2));
+  for (int64_t p = 0; p < parts; ++p) {
+    float count = 0, mean = 0, m2 = 0;
+    for (int64_t t = 0; t + 3 <= n; t += 3) {
+      const float *g = &x[size_t(p * n + t)];
+      if (g[0] == 0)
+        continue;
+      const float total = count + g[0];
+      const float delta = g[1] - mean;
+      mean += delta * (g[0] / total);
+      m2 += g[2] + delta * delta * (count * g[0] / total);
+      count = total;
+    }
+    out[size_t(p * 2)] = count > 0 ? mean : std::numeric_limits<float>::quiet_NaN();
+    out[size_t(p * 2 + 1)] = count > 0 ? m2 / count : std::numeric_limits<float>::quiet_NaN();
+  }
+  store(mem, inst.dst, out);
+}
+
+void tensorTensorScan(Memory &mem, const Instruction &inst) {
+  const std::vector<float> a = load<float>(mem, inst.srcs[0]), b = load<float>(mem, inst.srcs[1]);
+  const int64_t parts = partitionsOf(inst.dst), n = int64_t(a.size()) / parts;
+  std::vector<float> out(a.size());
+  for (int64_t p = 0; p < parts; ++p) {
+    float r = float(inst.imm[0]);
+    for (int64_t i = 0; i < n; ++i) {
+      const size_t k = size_t(p * n + i);
+      r = alu(inst.alu2, alu(inst.alu, a[k], r), b[k]);
+      out[k] = r;
+    }
+  }
+  store(mem, inst.dst, out);
+}
+
+void partitionReduce(Memory &mem, const Instruction &inst) {
+  const std::vector<float> x = load<float>(mem, inst.srcs[0]);
+  const int64_t parts = partitionsOf(inst.srcs[0]), n = int64_t(x.size()) / parts;
+  std::vector<float> out(x.begin(), x.begin() + n);
+  for (int64_t p = 1; p < parts; ++p)
+    for (int64_t i = 0; i < n; ++i)
+      out[size_t(i)] = alu(inst.alu, out[size_t(i)], x[size_t(p * n + i)]);
+  store(mem, inst.dst, out);
+}
+
+/// dst[f, p] = src[p, f], exact for every dtype (integers through int64, floats unchanged).
+template <class T> void transposeAs(Memory &mem, const Instruction &inst) {
+  const std::vector<T> x = load<T>(mem, inst.srcs[0]);
+  const int64_t rows = inst.srcs[0].dims[0][1], cols = inst.srcs[0].dims[1][1];
+  std::vector<T> out(x.size());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      out[size_t(c * rows + r)] = x[size_t(r * cols + c)];
+  store(mem, inst.dst, out);
+}
+
+void transpose(Memory &mem, const Instruction &inst) {
+  if (isIntegerDType(inst.srcs[0].dtype))
+    transposeAs<int64_t>(mem, inst);
+  else
+    transposeAs<float>(mem, inst);
+}
+
+/// Orders NaN above every number (as a hardware max does not skip it).
+bool above(float a, float b) { return (a != a && b == b) || a > b; }
+
+void max8(Memory &mem, const Instruction &inst) {
+  std::vector<float> x = load<float>(mem, inst.srcs[0]);
+  const int64_t parts = partitionsOf(inst.srcs[0]), n = int64_t(x.size()) / parts;
+  std::vector<float> out(size_t(parts * 8));
+  for (int64_t p = 0; p < parts; ++p) {
+    auto row = x.begin() + p * n;
+    std::partial_sort(row, row + 8, row + n, above);
+    std::copy(row, row + 8, out.begin() + p * 8);
+  }
+  store(mem, inst.dst, out);
+}
+
+void findIndex8(Memory &mem, const Instruction &inst) {
+  const std::vector<float> x = load<float>(mem, inst.srcs[0]), v = load<float>(mem, inst.srcs[1]);
+  const int64_t parts = partitionsOf(inst.srcs[0]), n = int64_t(x.size()) / parts;
+  std::vector<int64_t> out(size_t(parts * 8), -1);
+  for (int64_t p = 0; p < parts; ++p)
+    for (int64_t k = 0; k < 8; ++k) {
+      const float want = v[size_t(p * 8 + k)];
+      for (int64_t i = 0; i < n; ++i) {
+        const float got = x[size_t(p * n + i)];
+        if (got == want || (got != got && want != want)) {
+          out[size_t(p * 8 + k)] = i;
+          break;
+        }
+      }
+    }
+  store(mem, inst.dst, out);
+}
+
+void matchReplace8(Memory &mem, const Instruction &inst) {
+  std::vector<float> x = load<float>(mem, inst.srcs[0]);
+  const std::vector<float> v = load<float>(mem, inst.srcs[1]);
+  const int64_t parts = partitionsOf(inst.srcs[0]), n = int64_t(x.size()) / parts;
+  const float replacement = float(inst.imm[0]);
+  for (int64_t p = 0; p < parts; ++p)
+    for (int64_t k = 0; k < 8; ++k) {
+      const float want = v[size_t(p * 8 + k)];
+      for (int64_t i = 0; i < n; ++i) {
+        float &got = x[size_t(p * n + i)];
+        if (got == want || (got != got && want != want)) {
+          got = replacement;
+          break;
+        }
+      }
+    }
+  store(mem, inst.dst, x);
+}
+
+template <class T> void copyPredicatedAs(Memory &mem, const Instruction &inst) {
+  const std::vector<T> x = load<T>(mem, inst.srcs[0]);
+  const std::vector<double> pred = load<double>(mem, inst.srcs[1]);
+  std::vector<T> out = load<T>(mem, inst.dst);
+  for (size_t i = 0; i < out.size(); ++i)
+    if ((pred[i] != 0) != inst.reverse)
+      out[i] = x[i];
+  store(mem, inst.dst, out);
+}
+
+} // namespace
+
+bool runIsaOp(Memory &mem, size_t index, const Instruction &inst, const InstrShape &shape) {
+  (void)index;
+  (void)shape;
+  switch (inst.opcode) {
+  case Opcode::TensorScalar:
+    if (!inst.twoOps && !inst.scaleTile)
+      return false;
+    tensorScalar(mem, inst);
+    return true;
+  case Opcode::ScalarTensorTensor:
+    scalarTensorTensor(mem, inst);
+    return true;
+  case Opcode::Reciprocal:
+    reciprocal(mem, inst);
+    return true;
+  case Opcode::BnStats:
+    bnStats(mem, inst);
+    return true;
+  case Opcode::BnAggr:
+    bnAggr(mem, inst);
+    return true;
+  case Opcode::TensorTensorScan:
+    tensorTensorScan(mem, inst);
+    return true;
+  case Opcode::TensorPartitionReduce:
+    partitionReduce(mem, inst);
+    return true;
+  case Opcode::Transpose:
+  case Opcode::DmaTranspose:
+    transpose(mem, inst);
+    return true;
+  case Opcode::Max8:
+    max8(mem, inst);
+    return true;
+  case Opcode::FindIndex8:
+    findIndex8(mem, inst);
+    return true;
+  case Opcode::MatchReplace8:
+    matchReplace8(mem, inst);
+    return true;
+  case Opcode::CopyPredicated:
+    if (isIntegerDType(inst.dst.dtype))
+      copyPredicatedAs<int64_t>(mem, inst);
+    else
+      copyPredicatedAs<float>(mem, inst);
+    return true;
+  default:
+    return false;
+  }
+}
+
+} // namespace neuron::runtime

@@ -100,6 +100,8 @@ def cases(n):
                            lambda gen: at_least(n)),
         "nc_match_replace8": ("vector", {"dst": f32, "srcs": [f32b, sbuf("f32", 8, 65536)],
                                          "imm": [0, 0]}, lambda gen: at_least(n)),
+        "affine_select": ("gpsimd", {"dst": f32, "srcs": [f32b], "alu": "ge", "affine": [0, 1, -1],
+                                     "imm": [0, 0]}, lambda gen: at_least(150 + n)),
         "tensor_copy_predicated": ("vector", {"dst": f32, "srcs": [f32b, psum("f32", n)]},
                                    lambda gen: at_least(n)),
     }

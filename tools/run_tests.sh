@@ -37,7 +37,8 @@ else
   failed+=(lit)
 fi
 run ctest ctest --test-dir "$build_dir" --output-on-failure -j 2
-run pytest "$PYTHON" -m pytest -q test/python
+# pytest on every core (pytest-xdist; NEURONSIM_PYTEST_WORKERS overrides, 0 runs in-process).
+run pytest "$PYTHON" -m pytest -q -n "${NEURONSIM_PYTEST_WORKERS:-auto}" --durations=25 test/python
 # Fuzzing (tools/fuzz.sh: new crashes of neuron-import, neuron-opt --neuron-lower, neuron-run,
 # then every saved reproducer) and the ASan + UBSan runtime build (tools/sanitize.sh: ctest and
 # neuron-run fuzzing under the sanitizers). NEURONSIM_FUZZ_SECONDS (default 90) and

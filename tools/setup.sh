@@ -48,6 +48,7 @@ import importlib.util
 wanted = {"pytest": "pytest", "numpy": "numpy", "scikit_build_core": "scikit-build-core",
           "pybind11": "pybind11", "cmake": "cmake", "ninja": "ninja",
           "pytest_timeout": "pytest-timeout",  # the per-test timeout in pyproject.toml
+          "xdist": "pytest-xdist",  # tools/run_tests.sh runs pytest on every core
           "matplotlib": "matplotlib",  # matplotlib: the demo's engine-timeline PNG
           "expecttest": "expecttest",
           "transformers": "transformers"}  # HuggingFace models in the device tests and benches  # PyTorch's OpInfo database (bench/opinfo_sweep.py) imports it

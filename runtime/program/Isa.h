@@ -14,7 +14,9 @@ enum class Generation : uint8_t { Trn1, Trn2, Trn3 };
 const char *generationName(Generation g);
 
 /// Instruction fields besides queue, dst, srcs and waits (Isa.def's `fields`).
-enum class Field : uint8_t { Func, Alu, Alu2, Imm, Accumulate, Reverse, Axes, Collective };
+enum class Field : uint8_t {
+  Func, Alu, Alu2, Imm, Accumulate, Reverse, Axes, Collective, Affine
+};
 
 /// One row of Isa.def.
 struct InstructionInfo {

@@ -204,6 +204,8 @@ struct Instruction {
                                 // per-partition tile (the last source).
   bool biasTile = false;        // Activation: a per-partition bias source follows.
   uint8_t axes = 1;             // TensorReduce: number of innermost free dims reduced.
+  std::vector<int64_t> affine;  // AffineSelect: offset, partition coefficient, one
+                                // coefficient per free dim of dst.
   CollectiveKind collective = CollectiveKind::AllReduce; // Collective: what it computes
   uint16_t group = 0;           // Collective: index into Program::groups.
   uint32_t origin = 0;          // index into Program::origins (the ATen node), for traces.

@@ -225,6 +225,8 @@ json instructionToJson(const Instruction &in) {
     j["bias_tile"] = true;
   if (uses(Field::Axes) || in.axes != 1)
     j["axes"] = in.axes;
+  if (uses(Field::Affine) || !in.affine.empty())
+    j["affine"] = in.affine;
   if (uses(Field::Collective) || in.collective != CollectiveKind::AllReduce)
     j["collective"] = collectiveKindName(in.collective);
   if (uses(Field::Collective) || in.group != 0)

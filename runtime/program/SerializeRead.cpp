@@ -259,6 +259,15 @@ Instruction readInstruction(const json &j, const Path &p, int depth) {
   in.scaleTile = boolean(j, "scale_tile", p);
   in.biasTile = boolean(j, "bias_tile", p);
   in.axes = uint8_t(integerOr(j, "axes", p, 0, 255, 1));
+  if (const json *a = optional(j, "affine")) {
+    const Path ap = p / "affine";
+    array(*a, ap);
+    if (a->size() > size_t(kMaxLoopDepth) + 2)
+      bad(ap, "expected at most " + std::to_string(kMaxLoopDepth + 2) + " coefficients, got " +
+                  std::to_string(a->size()));
+    for (size_t i = 0; i < a->size(); ++i)
+      in.affine.push_back(integer((*a)[i], ap[i], -(int64_t(1) << 40), int64_t(1) << 40));
+  }
   if (const json *c = optional(j, "collective"))
     in.collective = enumValue<CollectiveKind>(*c, p / "collective", parseCollectiveKind,
                                               "collective kind");

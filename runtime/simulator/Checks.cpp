@@ -652,6 +652,17 @@ InstrShape Checker::checkIsaCompute() {
     nsrc = 1;
   }
   expectSrcs(nsrc);
+  if (op == Opcode::AffineSelect) {
+    const AluOp a = inst_.alu;
+    if (a != AluOp::Eq && a != AluOp::Ne && a != AluOp::Lt && a != AluOp::Le && a != AluOp::Gt &&
+        a != AluOp::Ge)
+      fail(std::string("compares its affine value with 0 by eq, ne, lt, le, gt or ge, not ") +
+           aluOpName(a));
+    if (inst_.affine.size() != inst_.dst.dims.size() + 1)
+      fail("needs " + std::to_string(inst_.dst.dims.size() + 1) +
+           " affine coefficients (offset, partition, one per free dim of dst), got " +
+           std::to_string(inst_.affine.size()));
+  }
   InstrShape sh;
   ApFacts d = checkAp(inst_.dst, -1, true);
   std::vector<ApFacts> s;
@@ -731,6 +742,9 @@ InstrShape Checker::checkIsaCompute() {
     expectFloats();
     expectSameShape(d, s[0], 0);
     expectTile(s[1], 1, s[0].partitions, 8);
+    break;
+  case Opcode::AffineSelect:
+    expectSameShape(d, s[0], 0);
     break;
   case Opcode::CopyPredicated:
     if (inst_.dst.dtype != inst_.srcs[0].dtype)
@@ -863,6 +877,7 @@ InstrShape Checker::checkOperands() {
   case Opcode::FindIndex8:
   case Opcode::MatchReplace8:
   case Opcode::CopyPredicated:
+  case Opcode::AffineSelect:
     return checkIsaCompute();
   default:
     return checkCompute();

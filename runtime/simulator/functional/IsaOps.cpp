@@ -244,6 +244,30 @@ template <class T> void copyPredicatedAs(Memory &mem, const Instruction &inst) {
   store(mem, inst.dst, out);
 }
 
+/// dst = (affine value cmp 0) ? src : imm[0], the value from each element's partition and
+/// free indices (dst's dims). Integers copy exactly, floats in fp32.
+template <class T> void affineSelectAs(Memory &mem, const Instruction &inst) {
+  std::vector<T> x = load<T>(mem, inst.srcs[0]);
+  const auto &dims = inst.dst.dims;
+  const T fill = T(inst.imm[0]);
+  std::vector<int64_t> index(dims.size(), 0);
+  for (size_t e = 0; e < x.size(); ++e) {
+    int64_t v = inst.affine[0];
+    for (size_t k = 0; k < dims.size(); ++k)
+      v += inst.affine[k + 1] * index[k];
+    float keep = 0;
+    withAluOp<float>(inst.alu, [&](auto f) { keep = f(float(v), 0.0f); });
+    if (keep == 0)
+      x[e] = fill;
+    for (size_t k = dims.size(); k-- > 0;) { // the next index, row-major
+      if (++index[k] < dims[k][1])
+        break;
+      index[k] = 0;
+    }
+  }
+  store(mem, inst.dst, x);
+}
+
 } // namespace
 
 bool runIsaOp(Memory &mem, size_t index, const Instruction &inst, const InstrShape &shape) {
@@ -285,6 +309,12 @@ bool runIsaOp(Memory &mem, size_t index, const Instruction &inst, const InstrSha
     return true;
   case Opcode::MatchReplace8:
     matchReplace8(mem, inst);
+    return true;
+  case Opcode::AffineSelect:
+    if (isIntegerDType(inst.dst.dtype))
+      affineSelectAs<int64_t>(mem, inst);
+    else
+      affineSelectAs<float>(mem, inst);
     return true;
   case Opcode::CopyPredicated:
     if (isIntegerDType(inst.dst.dtype))

@@ -215,6 +215,7 @@ double computeCycles(const Target &t, const Instruction &inst,
     c = lowPrecision(inst.dst.dtype) && isZero(inst.imm[0]) ? n / 2 : n;
     break;
   case Opcode::Iota:
+  case Opcode::AffineSelect:
   case Opcode::Random:
     c = t.iotaFixedCycles + n;
     break;

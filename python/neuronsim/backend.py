@@ -109,3 +109,12 @@ def neuron_backend(
         decompositions=_decompositions(),
     )
     return compile_with_aot(gm, example_inputs)
+
+
+def _register_names() -> None:
+    from .registration import register
+
+    register(neuron_backend)
+
+
+_register_names()  # `neuron` and `neuronsim`, whichever way this module was first imported

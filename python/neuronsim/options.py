@@ -8,7 +8,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import native
-from .errors import NeuronCompileError
+
+
+def _compile_error(message: str) -> Exception:
+    """neuronsim.NeuronCompileError(message), imported on first use: errors.py imports
+    torch._dynamo, which the device's registration during `import torch` must not."""
+    from .errors import NeuronCompileError as error_type
+
+    return error_type(message)
 
 
 @dataclass(frozen=True)
@@ -72,7 +79,7 @@ def resolve_options(options: Mapping[str, Any] | None) -> BackendOptions:
     options = dict(options or {})
     unknown = sorted(str(name) for name in options if name not in OPTION_SPECS)
     if unknown:
-        raise NeuronCompileError(
+        raise _compile_error(
             f"unknown neuron backend option{'s' if len(unknown) > 1 else ''} "
             f"{', '.join(repr(name) for name in unknown)}; "
             f"valid options: {', '.join(OPTION_SPECS)}"
@@ -96,7 +103,7 @@ def _target(options: dict[str, Any]) -> str:
         return native.default_target()
     valid = native.targets()
     if not isinstance(target, str) or target not in valid:
-        raise NeuronCompileError(
+        raise _compile_error(
             f"unknown target {target!r} (from {source}); valid targets: {', '.join(valid)}"
         )
     return target
@@ -109,7 +116,7 @@ def _dump_dir(options: dict[str, Any]) -> str | None:
     if value is None:
         return None
     if not isinstance(value, (str, os.PathLike)):
-        raise NeuronCompileError(
+        raise _compile_error(
             f"option 'dump_dir' must be a path (str or os.PathLike), got {type(value).__name__}"
         )
     return os.fspath(value)
@@ -123,7 +130,7 @@ def _fallback(options: dict[str, Any]) -> str:
     else:
         return "none"
     if not isinstance(value, str) or value.lower() not in FALLBACK_MODES:
-        raise NeuronCompileError(
+        raise _compile_error(
             f"unknown fallback {value!r} (from {source}); valid values: "
             f"{', '.join(repr(m) for m in FALLBACK_MODES)}"
         )
@@ -137,7 +144,7 @@ def _profile(options: dict[str, Any]) -> str | None:
     if value is None:
         return None
     if not isinstance(value, (str, os.PathLike)):
-        raise NeuronCompileError(
+        raise _compile_error(
             f"option 'profile' must be a path (str or os.PathLike), got {type(value).__name__}"
         )
     return os.fspath(value)
@@ -159,6 +166,6 @@ def _flag(options: dict[str, Any], name: str, default: bool) -> bool:
         return True
     if text in ("0", "false", "no", "off", ""):
         return False
-    raise NeuronCompileError(
+    raise _compile_error(
         f"{source} must be a boolean (True/False, or 1/0 in the environment), got {value!r}"
     )

@@ -19,6 +19,7 @@ def register() -> None:
     if _registered:
         return
     from . import autocast, eager, hbm, module
+    from .no_dynamo import outside_dynamo
 
     hbm.load()
     if torch._C._get_privateuse1_backend_name() != "neuron":
@@ -36,7 +37,7 @@ def register() -> None:
     module._configure(count, target)
     eager._generator = lambda: module.default_generator()
     fallback = torch.library.Library("_", "IMPL")
-    fallback.fallback(eager.outside_dynamo(eager.run_op), "PrivateUse1")
+    fallback.fallback(outside_dynamo(eager.run_op), "PrivateUse1")
     kernels = torch.library.Library("aten", "IMPL")
     eager.register_kernels(kernels)
     autocast_fallthrough = torch.library.Library("_", "IMPL")

@@ -31,10 +31,8 @@ import torch.fx
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.utils import _pytree as pytree
 
-from ..errors import NeuronCompileError
-from ..graph_export import target_name
-from ..partition import _FALLBACKS, unsupported_nodes
 from . import hbm
+from .no_dynamo import outside_dynamo
 
 log = logging.getLogger("neuronsim")
 
@@ -108,26 +106,17 @@ def _run_op(op: torch._ops.OpOverload, args: Any, kwargs: Any) -> Any:
 _ALSO_ROUTED = ("aten.convolution.default", "aten.convolution_backward.default")
 
 
-def outside_dynamo(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """`fn` as a kernel Dynamo never traces: eager ops on neuron tensors can run between the
-    graphs of a compiled function (graph breaks, DDP's hooks), where Dynamo would otherwise
-    try to compile this module's Python code as user code."""
-    import torch._dynamo
-
-    return torch._dynamo.disable(fn, recursive=True)
-
-
 def register_kernels(library: torch.library.Library) -> list[str]:
     """Routes the ops the compiler supports straight to run_op at the PrivateUse1 key, so
     that e.g. native_layer_norm compiles as itself instead of through PyTorch's generic
     decomposition for other backends. Only ops with a CPU kernel: they have their own autograd
     formula, which a backend kernel must not hide."""
-    from ..partition import supported_ops
+    from .. import native
 
     kernel = outside_dynamo(run_op)
     routed = []
     # Convolutions reach other backends as convolution_overrideable: take them before that.
-    for name in [*supported_ops(), *_ALSO_ROUTED]:
+    for name in [*dict(native.lib().supported_ops()), *_ALSO_ROUTED]:
         _, op_name, overload = name.split(".")
         packet = getattr(torch.ops.aten, op_name, None)
         op = getattr(packet, overload, None) if packet is not None else None
@@ -263,7 +252,10 @@ class _Program:
 def _program_entry(op: torch._ops.OpOverload, args: Any, kwargs: Any) -> _Program:
     from ..backend import _decompositions
     from ..compiler import compile_fx_graph
+    from ..errors import NeuronCompileError
+    from ..graph_export import target_name
     from ..options import resolve_options
+    from ..partition import unsupported_nodes
 
     flat, spec = pytree.tree_flatten((args, kwargs))
     positions = [i for i, v in enumerate(flat) if isinstance(v, torch.Tensor)]
@@ -412,6 +404,8 @@ def _cpu_entry(op: torch._ops.OpOverload, reason: str):
     generator_arg = next(
         (a.name for a in op._schema.arguments if a.name == "generator"), None
     )
+
+    from ..partition import _FALLBACKS
 
     def run_on_cpu(op, args, kwargs, device: torch.device) -> Any:
         STATS.cpu_runs += 1

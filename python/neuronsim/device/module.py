@@ -191,11 +191,11 @@ def _outside_dynamo() -> None:
     """The RNG state functions run eagerly: torch.random.fork_rng calls them for the current
     accelerator inside functions that Dynamo traces, where the state would be a fake tensor
     (set_state on it asserts). Called there, they break the graph and run for real."""
-    import torch._dynamo
+    from .no_dynamo import outside_dynamo
 
     for name in ("get_rng_state", "set_rng_state", "get_rng_state_all", "set_rng_state_all",
                  "manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed"):
-        globals()[name] = torch._dynamo.disable(globals()[name], recursive=True)
+        globals()[name] = outside_dynamo(globals()[name])
 
 
 _outside_dynamo()

@@ -49,7 +49,7 @@ wanted = {"pytest": "pytest", "numpy": "numpy", "scikit_build_core": "scikit-bui
           "pybind11": "pybind11", "cmake": "cmake", "ninja": "ninja",
           "pytest_timeout": "pytest-timeout",  # the per-test timeout in pyproject.toml
           "matplotlib": "matplotlib",  # matplotlib: the demo's engine-timeline PNG
-          "expecttest": "expecttest",
+          "expecttest": "expecttest",  # PyTorch's OpInfo database (bench/opinfo_sweep.py) imports it
           "transformers": "transformers",  # HuggingFace models in the device tests and benches
           "accelerate": "accelerate==1.15.0"}  # HF Accelerate on the neuron device (test_torch_neuronx.py)
 print(" ".join(dist for module, dist in wanted.items() if importlib.util.find_spec(module) is None))

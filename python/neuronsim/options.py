@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,8 +29,8 @@ class OptionSpec:
 OPTION_SPECS: dict[str, OptionSpec] = {
     "target": OptionSpec(
         "NEURONSIM_TARGET",
-        "simulated chip: trn1, trn2 (default), trn2-lnc2 (a logical core of two trn2 physical "
-        "cores, LNC=2), trn3",
+        "simulated chip: trn1, trn2, trn2-lnc2 (a logical core of two trn2 physical cores, "
+        "LNC=2; the default, as TorchNeuron's NEURON_LOGICAL_NC_CONFIG=2), trn3",
     ),
     "dump_dir": OptionSpec(
         "NEURONSIM_DUMP_DIR", "directory for per-graph dumps: graph file, IR per stage, program"
@@ -54,6 +55,17 @@ OPTION_SPECS: dict[str, OptionSpec] = {
         "of conflicting memory accesses as the program does, and that nothing reads on-chip "
         "memory never written; a violation raises NeuronRuntimeError",
     ),
+    # TorchNeuron's options (torch-neuronx's torch.compile reference).
+    "model_name": OptionSpec(
+        "", "a name for the model's graphs: their names in get_dynamo_metrics(), dumps and "
+        "traces start with it",
+    ),
+    "fallback_execution": OptionSpec(
+        "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION",
+        "True: a graph that fails to compile runs op by op in eager mode (on the neuron device "
+        "for neuron tensors) with a warning, instead of raising; default False, as "
+        "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=1 (TorchNeuron's default); =0 sets True",
+    ),
 }
 
 # Values of the `fallback` option.
@@ -68,6 +80,8 @@ class BackendOptions:
     profile: str | None = None  # run options, not in key(): they do not change programs
     timing_only: bool = False
     check_hazards: bool = True
+    model_name: str | None = None  # names only, not in key()
+    fallback_execution: bool = False  # what a failed compilation does, not in key()
 
     def key(self) -> dict[str, Any]:
         """What the options contribute to a compile-cache key (dumps do not change programs)."""
@@ -91,7 +105,30 @@ def resolve_options(options: Mapping[str, Any] | None) -> BackendOptions:
         profile=_profile(options),
         timing_only=_flag(options, "timing_only", False),
         check_hazards=_flag(options, "check_hazards", True),
+        model_name=_model_name(options),
+        fallback_execution=_fallback_execution(options),
     )
+
+
+def _model_name(options: dict[str, Any]) -> str | None:
+    value = options.get("model_name")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9_.\-]+", value):
+        raise _compile_error(
+            f"option 'model_name' must be a non-empty str of letters, digits, '_', '.' and "
+            f"'-' (it names graph files and dump directories), got {value!r}"
+        )
+    return value
+
+
+def _fallback_execution(options: dict[str, Any]) -> bool:
+    """options['fallback_execution'], else the inverse of TorchNeuron's
+    TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION (default 1: no fallback)."""
+    env = OPTION_SPECS["fallback_execution"].env
+    if options.get("fallback_execution") is not None or not os.environ.get(env):
+        return _flag(options, "fallback_execution", False)
+    return not _flag({}, "fallback_execution", True)
 
 
 def _target(options: dict[str, Any]) -> str:
@@ -100,7 +137,12 @@ def _target(options: dict[str, Any]) -> str:
     elif os.environ.get("NEURONSIM_TARGET"):
         target, source = os.environ["NEURONSIM_TARGET"], "NEURONSIM_TARGET"
     else:
-        return native.default_target()
+        from .device import environment
+
+        try:
+            target, source = environment.default_target(), environment.LNC_ENV
+        except ValueError as error:
+            raise _compile_error(str(error)) from None
     valid = native.targets()
     if not isinstance(target, str) or target not in valid:
         raise _compile_error(

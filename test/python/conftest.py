@@ -13,6 +13,10 @@ import torch
 os.environ["NEURONSIM_CACHE_DIR"] = tempfile.mkdtemp(prefix="neuronsim-test-cache-")
 os.environ.pop("NEURONSIM_DISABLE_CACHE", None)
 os.environ.pop("NEURONSIM_CACHE_MAX_MB", None)
+# The suite compares graphs compiled for CPU tensors with eager CPU results: they run where their
+# inputs are (TorchNeuron's TORCH_NEURONX_RETAIN_DEVICE_MODE=1). test_torch_neuronx.py unsets it
+# to test TorchNeuron's default, outputs on the neuron device.
+os.environ.setdefault("TORCH_NEURONX_RETAIN_DEVICE_MODE", "1")
 
 import neuronsim  # noqa: E402
 

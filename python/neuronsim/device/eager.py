@@ -69,7 +69,28 @@ def clear() -> None:
     with _lock:
         _entries.clear()
         _warned.clear()
+        _executed.clear()
         STATS = EagerStats()
+
+
+_executed: collections.Counter[str] = collections.Counter()  # op schema name -> calls
+
+
+def executed_ops() -> dict[str, int]:
+    """{op ('aten::add'): calls} of the eager ops that ran on the device (as a program or a
+    view), since start or clear_executed_ops()."""
+    with _lock:
+        return dict(_executed)
+
+
+def clear_executed_ops() -> None:
+    with _lock:
+        _executed.clear()
+
+
+def _count_executed(op: torch._ops.OpOverload) -> None:
+    with _lock:
+        _executed[op._schema.name] += 1
 
 
 # ---------------------------------------------------------------------------------------------
@@ -238,6 +259,7 @@ class _Program:
         index = device.index or 0
         hbm.advance_clock(index, self.compiled.last_sim_ns)
         STATS.program_runs += 1
+        _count_executed(op)
         fresh = outputs[: self.fresh_results]
         targets = [flat[p] for p in self.written_positions]
         for target, value in zip(targets, outputs[self.fresh_results :], strict=True):
@@ -369,6 +391,7 @@ def _returned_written(op, args, kwargs) -> list[Any]:
 
 def _run_view(op, args, kwargs, device: torch.device) -> Any:
     STATS.views += 1
+    _count_executed(op)
     bases = _neuron_tensors((args, kwargs))
     host_args, host_kwargs = pytree.tree_map_only(torch.Tensor, hbm.host_view, (args, kwargs))
     result = op(*host_args, **host_kwargs)

@@ -17,7 +17,7 @@ def register() -> None:
     global _registered
     if _registered:
         return
-    from . import autocast, default_backend, eager, environment, hbm, memory, module
+    from . import autocast, default_backend, eager, environment, hbm, memory, module, sharing
     from .no_dynamo import outside_dynamo
 
     hbm.load()
@@ -48,6 +48,7 @@ def register() -> None:
     # registrations live as long as these objects
     _libraries.extend([fallback, kernels, autocast_fallthrough])
     default_backend.install()  # torch.compile(model) of neuron tensors: the neuron backend
+    sharing.install()  # neuron tensors through torch.multiprocessing (DataLoader workers)
     _registered = True
 
 

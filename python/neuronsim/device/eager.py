@@ -105,6 +105,8 @@ def run_op(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
 
 
 def _run_op(op: torch._ops.OpOverload, args: Any, kwargs: Any) -> Any:
+    if _INDICES in _tensor_list_arguments(op):
+        args, kwargs = _indices_on_device(op, args, kwargs)
     device = _device_of(op, args, kwargs)
     key = (op, _key_of(args), _key_of(kwargs))
     STATS.ops += 1
@@ -153,6 +155,38 @@ def register_kernels(library: torch.library.Library) -> list[str]:
         library.impl(op, functools.partial(kernel, op), "PrivateUse1")
         routed.append(name)
     return routed
+
+
+_INDICES = "indices"
+
+
+@functools.cache
+def _tensor_list_arguments(op: torch._ops.OpOverload) -> frozenset[str]:
+    """Names of the op's `Tensor?[]` arguments (index, index_put_'s `indices`)."""
+    names = set()
+    for argument in op._schema.arguments:
+        t = argument.type
+        if isinstance(t, torch.ListType) and isinstance(t.getElementType(), torch.OptionalType):
+            names.add(argument.name)
+    return frozenset(names)
+
+
+def _indices_on_device(op: torch._ops.OpOverload, args: Sequence[Any], kwargs: dict[str, Any]):
+    """CPU index tensors and masks (x[cpu_index], x[cpu_mask] = v) copied to the device of the
+    indexed tensor, as CUDA accepts them (a timed host-to-device copy)."""
+    position = next(i for i, a in enumerate(op._schema.arguments) if a.name == _INDICES)
+    in_kwargs = position >= len(args)
+    indices = kwargs.get(_INDICES) if in_kwargs else args[position]
+    device = next((t.device for t in _neuron_tensors((args, kwargs))), None)
+    if device is None or not indices:
+        return args, kwargs
+    moved = [
+        i.to(device) if isinstance(i, torch.Tensor) and i.device.type == "cpu" else i
+        for i in indices
+    ]
+    if in_kwargs:
+        return args, {**kwargs, _INDICES: moved}
+    return (*args[:position], moved, *args[position + 1 :]), kwargs
 
 
 def _device_of(op: torch._ops.OpOverload, args: Sequence[Any], kwargs: dict[str, Any]):

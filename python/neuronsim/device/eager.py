@@ -373,12 +373,14 @@ def _program_entry(op: torch._ops.OpOverload, args: Any, kwargs: Any) -> _Progra
 
 
 def _check_compute_dtypes(dtypes: Any) -> None:
-    """Eager ops compute exactly in their dtype: float64 (which compiled graphs run as float32,
-    with a warning) and dtypes the simulator lacks run on the CPU instead."""
+    """Eager ops compute in their dtype, except float64, which runs as float32 on the device
+    as in compiled graphs and TorchNeuron (device memory holds float64; the program reads its
+    inputs as float32 and its float64 results are float32 values; one warning per process).
+    Other dtypes the simulator lacks (int16, ...) run exactly on the CPU instead."""
     from ..runner import _DEVICE_DTYPES
 
     for dtype in dtypes:
-        if dtype not in _DEVICE_DTYPES:
+        if dtype not in _DEVICE_DTYPES and dtype != torch.float64:
             raise _NotForTheDevice(f"the simulator does not compute in {str(dtype)[6:]}")
 
 
@@ -472,9 +474,19 @@ def _cpu_entry(op: torch._ops.OpOverload, reason: str):
         for tensor in operands:
             hbm.count_host_transfer(index, False, tensor.numel() * tensor.element_size())
         host_args, host_kwargs = pytree.tree_map_only(torch.Tensor, hbm.host_view, (args, kwargs))
+        device_generator = None
         if generator_arg and host_kwargs.get(generator_arg) is None and _generator is not None:
             host_kwargs = {**host_kwargs, generator_arg: _generator()}
+        elif generator_arg and _on_device(host_kwargs.get(generator_arg)):
+            # torch.Generator(device="neuron"): the CPU kernel draws from a CPU generator in
+            # its state, whose new state goes back to it.
+            device_generator = host_kwargs[generator_arg]
+            host_generator = torch.Generator()
+            host_generator.set_state(device_generator.get_state())
+            host_kwargs = {**host_kwargs, generator_arg: host_generator}
         result = op(*host_args, **host_kwargs)
+        if device_generator is not None:
+            device_generator.set_state(host_kwargs[generator_arg].get_state())
         for tensor in _mutated_tensors(op, args, kwargs):
             hbm.count_host_transfer(index, True, tensor.numel() * tensor.element_size())
         # An argument the op returns as itself (in-place, out=) comes back as the device tensor.
@@ -498,6 +510,10 @@ def _cpu_entry(op: torch._ops.OpOverload, reason: str):
         return pytree.tree_map(back, result)
 
     return run_on_cpu
+
+
+def _on_device(generator: Any) -> bool:
+    return isinstance(generator, torch.Generator) and generator.device.type == "neuron"
 
 
 def _neuron_tensors(tree: Any) -> list[torch.Tensor]:

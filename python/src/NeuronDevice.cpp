@@ -60,6 +60,7 @@ struct DeviceState {
   int64_t peakAllocations = 0;
   int64_t bytesAllocatedTotal = 0, bytesFreedTotal = 0;  // since resetAccumulatedStats
   int64_t allocationsTotal = 0, freesTotal = 0;
+  int64_t ooms = 0;  // allocations refused with OutOfMemoryError
   double clockNs = 0;       // the device's simulated time
   TransferCounter hostToDevice, deviceToHost, deviceToDevice;
 };
@@ -109,6 +110,8 @@ struct Allocation {
 void reserve(c10::DeviceIndex device, size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex);
   DeviceState &s = state(device);
+  if (s.allocatedBytes + int64_t(bytes) > config.capacityBytes)
+    s.ooms += 1;
   TORCH_CHECK_WITH(OutOfMemoryError, s.allocatedBytes + int64_t(bytes) <= config.capacityBytes,
                    "neuron: out of simulated HBM on neuron:", int(device),
                    ": tried to allocate ", humanBytes(int64_t(bytes)), " with ",
@@ -175,6 +178,7 @@ public:
       fill(*bytes, s.allocatedBytes, s.peakBytes, s.bytesAllocatedTotal, s.bytesFreedTotal);
     for (auto *count : {&stats.allocation, &stats.segment, &stats.active})
       fill(*count, s.allocations, s.peakAllocations, s.allocationsTotal, s.freesTotal);
+    stats.num_ooms = s.ooms;
     return stats;
   }
 
@@ -347,7 +351,7 @@ C10_REGISTER_GUARD_IMPL(PrivateUse1, NeuronGuard);
 class NeuronGenerator final : public at::CPUGeneratorImpl {
 public:
   explicit NeuronGenerator(c10::DeviceIndex device,
-                           uint64_t seed = c10::detail::default_rng_seed_val)
+                           uint64_t seed = c10::default_rng_seed_val)
       : at::CPUGeneratorImpl(seed) {
     device_ = c10::Device(kNeuron, device);
     key_set_ = c10::DispatchKeySet(c10::DispatchKey::PrivateUse1);

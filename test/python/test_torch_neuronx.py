@@ -225,6 +225,35 @@ def test_device_properties_name_and_memory_module():
         torch.neuron.memory._record_memory_history()
 
 
+def test_accelerator_memory_functions_reach_the_device_allocator():
+    before = torch.accelerator.memory_stats()
+    x = torch.empty(256, 1024, device=DEV)  # 1 MiB
+    stats = torch.accelerator.memory_stats()
+    assert stats["allocated_bytes.all.current"] == before["allocated_bytes.all.current"] + x.nbytes
+    assert stats["allocation.all.allocated"] == before["allocation.all.allocated"] + 1
+    assert torch.accelerator.memory_allocated() == torch.neuron.memory_allocated()
+    del x
+    assert torch.accelerator.memory_stats()["allocated_bytes.all.freed"] >= (1 << 20)
+    torch.accelerator.reset_peak_memory_stats()
+    assert torch.accelerator.max_memory_allocated() == torch.accelerator.memory_allocated()
+    torch.accelerator.empty_cache()
+    with pytest.raises(torch.OutOfMemoryError):
+        torch.empty(torch.neuron.mem_get_info()[1] + 1, dtype=torch.uint8, device=DEV)
+    assert torch.neuron.memory_stats()["num_ooms"] == before["num_ooms"] + 1
+
+
+def test_generators_on_the_device():
+    g = torch.Generator(device="neuron")
+    assert g.device == DEV
+    g.manual_seed(5)
+    first = torch.randn(8, generator=g, device=DEV).cpu()
+    second = torch.randn(8, generator=g, device=DEV).cpu()
+    assert torch.equal(first, torch.randn(8, generator=torch.Generator().manual_seed(5)))
+    assert not torch.equal(first, second)  # the state advanced
+    g.manual_seed(5)
+    torch.testing.assert_close(torch.empty(8, device=DEV).normal_(generator=g).cpu(), first)
+
+
 def test_torchneuron_environment_variables():
     code = """
         import torch

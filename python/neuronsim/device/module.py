@@ -281,25 +281,17 @@ def mem_get_info(device: Any = None) -> tuple[int, int]:
 
 
 def memory_stats(device: Any = None) -> dict[str, Any]:
-    """Memory and transfer counters of the device, with the simulated clock, under CUDA's
-    keys: allocated_bytes / reserved_bytes / active_bytes .all.current and .peak (all the same:
-    nothing is cached), allocation.all.current and active.all.current (live allocations),
-    num_alloc_retries (always 0), capacity_bytes, and host_to_device_* / device_to_host_* /
+    """Memory and transfer counters of the device, with the simulated clock: CUDA's keys
+    (torch.accelerator.memory_stats(): allocated_bytes / reserved_bytes / active_bytes /
+    requested_bytes .all.current / .peak / .allocated / .freed, all the same as nothing is
+    cached; allocation / segment / active .all.* counting allocations; num_ooms,
+    num_alloc_retries), capacity_bytes, and host_to_device_* / device_to_host_* /
     device_to_device_* (count, bytes, ns) and clock_ns."""
     index = _index(device)
-    allocated, peak, capacity, count = hbm.memory_stats(index)
+    capacity = hbm.memory_stats(index)[2]
     return {
-        "allocated_bytes.all.current": allocated,
-        "allocated_bytes.all.peak": peak,
-        "reserved_bytes.all.current": allocated,
-        "reserved_bytes.all.peak": peak,
-        "active_bytes.all.current": allocated,
-        "active_bytes.all.peak": peak,
-        "allocation.all.current": count,
-        "active.all.current": count,
+        **torch.accelerator.memory_stats(index),  # the allocator's (a c10::DeviceAllocator)
         "capacity_bytes": capacity,
-        "num_alloc_retries": 0,
-        "num_ooms": 0,
         **hbm.transfer_stats(index),
     }
 

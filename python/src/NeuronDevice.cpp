@@ -422,14 +422,16 @@ at::Tensor hostAlias(const at::Tensor &t) {
       data, t.sizes(), t.strides(), [storage](void *) {}, t.options().device(at::kCPU));
 }
 
-/// Device memory holds any real dtype: ops on the ones the simulator does not compute in
-/// (float64, int16, ...) run on the CPU with the fallback warning, exactly. Complex, quantized
-/// and bit-packed tensors have no place on a NeuronCore and are refused where they would be made.
+/// Device memory holds any real dtype and complex64/complex128 (eager.py runs complex ops as
+/// real arithmetic on planes, as compiled graphs do; other dtypes the simulator does not
+/// compute in run on the CPU with the fallback warning). Half-precision complex, quantized and
+/// bit-packed tensors have no place on a NeuronCore and are refused where they would be made.
 c10::ScalarType checkedDtype(std::optional<c10::ScalarType> dtype) {
   const c10::ScalarType t = c10::dtype_or_default(dtype);
-  TORCH_CHECK_TYPE(!c10::isComplexType(t) && !c10::isQIntType(t) && !c10::isBitsType(t),
+  TORCH_CHECK_TYPE(t != c10::ScalarType::ComplexHalf && !c10::isQIntType(t) &&
+                       !c10::isBitsType(t),
                    "neuron: ", t, " tensors are not supported on the neuron device (the "
-                   "NeuronCore has no complex, quantized or bit-packed types)");
+                   "NeuronCore has no half-precision complex, quantized or bit-packed types)");
   return t;
 }
 

@@ -268,6 +268,19 @@ def test_torchneuron_environment_variables():
     assert bad.returncode != 0 and "NEURON_RT_VISIBLE_CORES must be core ids" in bad.stderr
 
 
+def test_complex_tensors_compute_on_the_device():
+    torch.manual_seed(0)
+    a = torch.randn(4, 6, dtype=torch.complex64)
+    b = torch.randn(4, 6, dtype=torch.complex64)
+    na, nb = a.to(DEV), b.to(DEV)
+    assert na.dtype == torch.complex64 and torch.equal(na.cpu(), a)
+    torch.testing.assert_close((na * nb + 1).cpu(), a * b + 1, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(na.abs().cpu(), a.abs(), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(torch.view_as_real(na).cpu(), torch.view_as_real(a))
+    assert "aten::mul" in torch_neuronx.get_executed_ops()
+    assert not any(op.startswith("aten::mul") for op in torch_neuronx.get_fallback_ops())
+
+
 # ---------------------------------------------------------------------------------------------
 # torch.compile's placement of inputs and outputs
 

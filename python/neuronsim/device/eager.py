@@ -285,13 +285,14 @@ class _Program:
     compiled: Any
     fresh_results: int
     written_positions: list[int]  # in the flattened arguments, as the graph returns them
+    timed: Any  # the CompiledGraph inside `compiled` (complex ops: a boundary around it)
 
     def __call__(self, op, args, kwargs, device: torch.device) -> Any:
         flat = pytree.tree_leaves((args, kwargs))
         tensors = [v for v in flat if isinstance(v, torch.Tensor)]
         outputs = self.compiled([hbm.host_view(t) for t in tensors])
         index = device.index or 0
-        hbm.advance_clock(index, self.compiled.last_sim_ns)
+        hbm.advance_clock(index, self.timed.last_sim_ns)
         STATS.program_runs += 1
         _count_executed(op)
         fresh = outputs[: self.fresh_results]
@@ -308,6 +309,7 @@ class _Program:
 def _program_entry(op: torch._ops.OpOverload, args: Any, kwargs: Any) -> _Program:
     from ..backend import _decompositions
     from ..compiler import compile_fx_graph
+    from ..complex_lowering import lower_complex
     from ..errors import NeuronCompileError
     from ..graph_export import target_name
     from ..options import resolve_options
@@ -359,28 +361,36 @@ def _program_entry(op: torch._ops.OpOverload, args: Any, kwargs: Any) -> _Progra
     _check_compute_dtypes(
         v.dtype for v in pytree.tree_leaves(_fresh_outputs_meta(gm)) if isinstance(v, torch.Tensor)
     )
+    fresh_results = len(_fresh_outputs(gm)) - len(written_positions)
+    # Complex tensors: real arithmetic on [..., 2] planes, as in compiled graphs.
+    lowered = lower_complex(gm)
+    graph_inputs = lowered.example_inputs(host_inputs) if lowered is not None else host_inputs
     problems = unsupported_nodes(gm)
     if problems:
         described = sorted({target_name(n.target) + (f" on {p}" if p else "") for n, p in problems})
         raise _NotForTheDevice(f"the compiler does not support {', '.join(described)}")
-    fresh_results = len(_fresh_outputs(gm)) - len(written_positions)
     try:
-        compiled = compile_fx_graph(gm, host_inputs, resolve_options(None), kind="eager")
+        timed = compile_fx_graph(gm, graph_inputs, resolve_options(None), kind="eager")
     except NeuronCompileError as error:
         raise _NotForTheDevice(str(error).splitlines()[0]) from None
     STATS.programs_compiled += 1
-    return _Program(compiled, fresh_results, written_positions)
+    compiled = lowered.wrap(timed) if lowered is not None else timed
+    return _Program(compiled, fresh_results, written_positions, timed)
+
+
+# Dtypes eager programs compute in as others: float64 as float32, complex as real planes.
+_AS_OTHER_DTYPES = (torch.float64, torch.complex64, torch.complex128)
 
 
 def _check_compute_dtypes(dtypes: Any) -> None:
-    """Eager ops compute in their dtype, except float64, which runs as float32 on the device
-    as in compiled graphs and TorchNeuron (device memory holds float64; the program reads its
+    """Eager ops compute in their dtype, except complex (real arithmetic on planes) and
+    float64, which runs as float32 on the device as in compiled graphs and TorchNeuron (device memory holds float64; the program reads its
     inputs as float32 and its float64 results are float32 values; one warning per process).
     Other dtypes the simulator lacks (int16, ...) run exactly on the CPU instead."""
     from ..runner import _DEVICE_DTYPES
 
     for dtype in dtypes:
-        if dtype not in _DEVICE_DTYPES and dtype != torch.float64:
+        if dtype not in _DEVICE_DTYPES and dtype not in _AS_OTHER_DTYPES:
             raise _NotForTheDevice(f"the simulator does not compute in {str(dtype)[6:]}")
 
 

@@ -384,9 +384,10 @@ _AS_OTHER_DTYPES = (torch.float64, torch.complex64, torch.complex128)
 
 def _check_compute_dtypes(dtypes: Any) -> None:
     """Eager ops compute in their dtype, except complex (real arithmetic on planes) and
-    float64, which runs as float32 on the device as in compiled graphs and TorchNeuron (device memory holds float64; the program reads its
-    inputs as float32 and its float64 results are float32 values; one warning per process).
-    Other dtypes the simulator lacks (int16, ...) run exactly on the CPU instead."""
+    float64, which runs as float32 on the device as in compiled graphs and TorchNeuron (device
+    memory holds float64; the program reads its inputs as float32 and its float64 results are
+    float32 values; one warning per process). Other dtypes the simulator lacks (int16, ...)
+    run exactly on the CPU instead."""
     from ..runner import _DEVICE_DTYPES
 
     for dtype in dtypes:

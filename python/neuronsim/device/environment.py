@@ -26,7 +26,9 @@ def logical_nc_config() -> int:
     if not text:
         return 2
     if text not in ("1", "2"):
-        raise ValueError(f"{LNC_ENV} must be 1 or 2 (physical cores per logical core), got {text!r}")
+        raise ValueError(
+            f"{LNC_ENV} must be 1 or 2 (physical cores per logical core), got {text!r}"
+        )
     return int(text)
 
 

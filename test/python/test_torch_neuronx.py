@@ -187,6 +187,16 @@ def test_nki_op_and_wrap_nki_run_a_kernel():
     compiled = torch.compile(lambda t: op(t) * 2, backend="neuron", fullgraph=True)
     torch.testing.assert_close(compiled(x), (x + 1) * 2)
 
+    @torch_neuronx.nki_op("parity28::fused", mutates_args=())
+    def fused(t: torch.Tensor) -> torch.Tensor:  # a Python function calling the kernel op
+        return op(t) * t
+
+    fused.register_fake(lambda t: torch.empty_like(t))
+    torch.testing.assert_close(fused(x), (x + 1) * x)
+    compiled = torch.compile(lambda t: fused(t) - 1, backend="neuron", fullgraph=True)
+    torch.testing.assert_close(compiled(x), (x + 1) * x - 1)
+    assert neuronsim.last_run_stats()["graph"].startswith("forward")  # compiled, not eager
+
 
 def test_neuron_profiler_exports_the_simulated_trace(tmp_path):
     from torch.profiler import ProfilerActivity, profile

@@ -264,18 +264,34 @@ def test_generators_on_the_device():
     torch.testing.assert_close(torch.empty(8, device=DEV).normal_(generator=g).cpu(), first)
 
 
-def test_torchneuron_environment_variables():
-    code = """
+def test_torchneuron_environment_variables(monkeypatch):
+    from neuronsim.device import environment
+
+    for name in ("NEURONSIM_DEVICE_COUNT", "NEURON_RT_VISIBLE_CORES", "NEURON_RT_NUM_CORES",
+                 "NEURON_LOGICAL_NC_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    assert environment.visible_cores() == [0] and environment.default_target() == "trn2-lnc2"
+    monkeypatch.setenv("NEURON_RT_NUM_CORES", "3")
+    assert environment.visible_cores() == [0, 1, 2]
+    monkeypatch.setenv("NEURON_RT_VISIBLE_CORES", "0-1,4")  # wins over NEURON_RT_NUM_CORES
+    assert environment.visible_cores() == [0, 1, 4]
+    for bad in ("3-1", "a", "1,1"):
+        monkeypatch.setenv("NEURON_RT_VISIBLE_CORES", bad)
+        with pytest.raises(ValueError, match="NEURON_RT_VISIBLE_CORES"):
+            environment.visible_cores()
+    monkeypatch.setenv("NEURON_LOGICAL_NC_CONFIG", "4")
+    with pytest.raises(ValueError, match="NEURON_LOGICAL_NC_CONFIG must be 1 or 2"):
+        environment.default_target()
+    # What the device becomes (the default, LNC=2 with 24 GiB: the bare-import test above).
+    result = _run_python(
+        """
         import torch
         p = torch.neuron.get_device_properties(torch.neuron.device_count() - 1)
         print(torch.neuron.device_count(), p.target, p.total_memory >> 30, p.core_id)
-        """
-    assert _run_python(code).stdout.split() == ["1", "trn2-lnc2", "24", "0"]
-    cores = _run_python(code, NEURON_RT_VISIBLE_CORES="1,3", NEURON_LOGICAL_NC_CONFIG="1")
-    assert cores.stdout.split() == ["2", "trn2", "12", "3"], cores.stderr
-    assert _run_python(code, NEURON_RT_NUM_CORES="3").stdout.split()[0] == "3"
-    bad = _run_python(code, NEURON_RT_VISIBLE_CORES="3-1")
-    assert bad.returncode != 0 and "NEURON_RT_VISIBLE_CORES must be core ids" in bad.stderr
+        """,
+        NEURON_RT_VISIBLE_CORES="1,3", NEURON_LOGICAL_NC_CONFIG="1",
+    )
+    assert result.stdout.split() == ["2", "trn2", "12", "3"], result.stderr
 
 
 def test_complex_tensors_compute_on_the_device():
@@ -475,18 +491,39 @@ _TRAINER = """
     """
 
 
-def test_trainer_trains_a_tiny_gpt2_on_the_device_as_on_the_cpu(tmp_path):
-    runs = {}
-    for where in ("neuron", "cpu"):
+def _trainer_run(output_dir: str, where: str) -> tuple[str, list[float]]:
+    """The _TRAINER script: in this process for the CPU, in a fresh one for the device (as
+    a user's script starts, with TorchNeuron's defaults)."""
+    if where == "cpu":
+        import contextlib
+        import io
+
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), mock_argv(["trainer", output_dir, "cpu"]):
+            exec(compile(textwrap.dedent(_TRAINER), "trainer", "exec"), {"__name__": "t"})  # noqa: S102
+        text = out.getvalue()
+    else:
         result = subprocess.run(
-            [sys.executable, "-c", textwrap.dedent(_TRAINER), str(tmp_path / where), where],
+            [sys.executable, "-c", textwrap.dedent(_TRAINER), output_dir, where],
             capture_output=True, text=True, timeout=600,
             env={k: v for k, v in os.environ.items() if k not in _SUITE_PINS},
         )
         assert result.returncode == 0, result.stderr[-3000:]
-        device, losses = result.stdout.strip().splitlines()[-1].split(" ", 1)
-        runs[where] = (device, eval(losses))  # noqa: S307 - our own printed list
-    assert runs["neuron"][0] == "neuron:0" and runs["cpu"][0] == "cpu"
-    assert len(runs["neuron"][1]) == 3
-    for on_device, on_cpu in zip(runs["neuron"][1], runs["cpu"][1], strict=True):
-        assert abs(on_device - on_cpu) < 1e-3
+        text = result.stdout
+    device, losses = text.strip().splitlines()[-1].split(" ", 1)
+    return device, [float(v) for v in losses.strip("[]").split(",")]
+
+
+def mock_argv(argv: list[str]):
+    import unittest.mock
+
+    return unittest.mock.patch.object(sys, "argv", argv)
+
+
+def test_trainer_trains_a_tiny_gpt2_on_the_device_as_on_the_cpu(tmp_path):
+    device, on_device = _trainer_run(str(tmp_path / "neuron"), "neuron")
+    cpu, on_cpu = _trainer_run(str(tmp_path / "cpu"), "cpu")
+    assert device == "neuron:0" and cpu == "cpu"
+    assert len(on_device) == 3
+    for a, b in zip(on_device, on_cpu, strict=True):
+        assert abs(a - b) < 1e-3

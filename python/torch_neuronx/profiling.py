@@ -9,7 +9,8 @@
 writes out/trace.json (out/trace_<n>.json for later traces): the profiler's host events with
 the simulated NeuronCore's engine and DMA lanes of every program run
 (neuronsim.profiler.export_chrome_trace), for Perfetto or chrome://tracing. There is no
-device-side NTFF: ProfileMode.DEVICE gives the same simulated lanes.
+device-side NTFF: ProfileMode.DEVICE gives the same simulated lanes; CPU_UTIL and HOST_MEMORY
+add nothing (a warning says so).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import enum
 import itertools
 import os
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -51,6 +53,15 @@ class NeuronConfig(torch._C._profiler._ExperimentalConfig):
         bad = [m for m in modes if not isinstance(m, ProfileMode)]
         if bad:
             raise TypeError(f"NeuronConfig: modes must be ProfileMode values, got {bad!r}")
+        ignored = [m.name for m in modes if m in (ProfileMode.CPU_UTIL, ProfileMode.HOST_MEMORY)]
+        if ignored:
+            warnings.warn(
+                f"NeuronConfig: NeuronSim records no host counters; {', '.join(ignored)} add "
+                f"nothing to the trace (it has the profiler's host events and the simulated "
+                f"NeuronCore lanes)",
+                UserWarning,
+                stacklevel=2,
+            )
         self.modes = modes
         self.profile_output_dir = os.fspath(profile_output_dir)
         self.capture_enabled_for_nc = capture_enabled_for_nc

@@ -21,12 +21,16 @@ _initial_seeds: list[int] = []
 
 
 def _configure(cores: list[int], target: str) -> None:
-    global _device_count, _target
+    global _device_count, _target, default_generators
     device_count = len(cores)
     _device_count, _target = device_count, target
     _cores[:] = cores
     _generators[:] = [torch.Generator() for _ in range(device_count)]
     _initial_seeds[:] = [g.initial_seed() for g in _generators]
+    default_generators = tuple(_generators)
+
+
+default_generators: tuple[torch.Generator, ...] = ()  # as torch.cuda.default_generators
 
 
 def _index(device: Any = None) -> int:

@@ -50,8 +50,9 @@ wanted = {"pytest": "pytest", "numpy": "numpy", "scikit_build_core": "scikit-bui
           "pytest_timeout": "pytest-timeout",  # the per-test timeout in pyproject.toml
           "xdist": "pytest-xdist",  # tools/run_tests.sh runs pytest on every core
           "matplotlib": "matplotlib",  # matplotlib: the demo's engine-timeline PNG
-          "expecttest": "expecttest",
-          "transformers": "transformers"}  # HuggingFace models in the device tests and benches  # PyTorch's OpInfo database (bench/opinfo_sweep.py) imports it
+          "expecttest": "expecttest",  # PyTorch's OpInfo database (bench/opinfo_sweep.py) imports it
+          "transformers": "transformers",  # HuggingFace models in the device tests and benches
+          "accelerate": "accelerate==1.15.0"}  # HF Accelerate on the neuron device (test_torch_neuronx.py)
 print(" ".join(dist for module, dist in wanted.items() if importlib.util.find_spec(module) is None))
 PY
 )"

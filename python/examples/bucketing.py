@@ -51,7 +51,7 @@ def main() -> None:
     with torch.no_grad():
         for length in LENGTHS:
             x = torch.randn(2, length, 32)
-            actual = model(x)  # [2, length, 32]: padded to a bucket, cut back
+            actual = model(x).cpu()  # [2, length, 32]: padded to a bucket, cut back
             expected = encoder(x)  # eager, unpadded, no mask
             error = float((actual - expected).abs().max() / expected.abs().max())
             worst = max(worst, error)

@@ -47,7 +47,7 @@ def run_case(
     compiled = torch.compile(model, backend="neuron", dynamic=False, options=options)
     with torch.no_grad():
         expected = model(x)
-        actual = compiled(x)
+        actual = compiled(x).cpu()  # on the neuron device (TorchNeuron's placement)
     difference = (actual.double() - expected.double()).abs().max().item()
     relative = difference / max(expected.double().abs().max().item(), 1e-30)
     return difference, relative, neuronsim.last_run_stats()

@@ -1,6 +1,16 @@
-"""NeuronSim: the `neuron` torch.compile backend for a simulated AWS Trainium NeuronCore."""
+"""NeuronSim: the `neuron` torch.compile backend for a simulated AWS Trainium NeuronCore.
+
+Importing it registers the `neuron` device (which `import torch` already does through the
+`torch.backends` entry point, as TorchNeuron does) and the torch.distributed backend. The
+compiler's Python side (torch._dynamo, AOTAutograd, the graph passes) loads on first use of a
+name below or of torch.compile(backend="neuron"), so that `import torch` stays fast.
+"""
 
 from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
 
 try:
     import torch as _torch  # noqa: F401
@@ -11,45 +21,47 @@ except ImportError as _error:  # pragma: no cover - depends on the environment
         "multi-GB CUDA build)"
     ) from _error
 
-from . import bucketing  # noqa: F401 - neuronsim.bucketing after `import neuronsim`
-from . import profiler  # noqa: F401 - neuronsim.profiler.export_chrome_trace
 from . import device as _device
 from . import distributed as _distributed
-from . import dtypes as _dtypes
 from . import logs as _logs
-from . import stats as _stats
-from .backend import neuron_backend
-from .cache import CACHE as _CACHE
-from .cache import cache_stats
-from .errors import NeuronCompileError, NeuronRuntimeError
-from .options import OPTION_SPECS
-from .partition import clear_op_tracking, get_fallback_ops, supported_ops
-from .registration import register as _register
-from .report import NodeBound, node_bounds, report
-from .stats import last_run_stats, measure
-from .timeline import plot_timeline
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "OPTION_SPECS",
-    "NeuronCompileError",
-    "NeuronRuntimeError",
-    "cache_stats",
-    "clear_op_tracking",
-    "compiler_version",
-    "get_fallback_ops",
-    "last_run_stats",
-    "measure",
-    "neuron_backend",
-    "plot_timeline",
-    "NodeBound",
-    "node_bounds",
-    "report",
-    "reset",
-    "supported_ops",
-    "targets",
-]
+# Public name -> the module that defines it, imported on first access (PEP 562).
+_LAZY = {
+    "OPTION_SPECS": "options",
+    "NeuronCompileError": "errors",
+    "NeuronRuntimeError": "errors",
+    "cache_stats": "cache",
+    "clear_op_tracking": "partition",
+    "get_fallback_ops": "partition",
+    "supported_ops": "partition",
+    "last_run_stats": "stats",
+    "measure": "stats",
+    "neuron_backend": "backend",
+    "plot_timeline": "timeline",
+    "NodeBound": "report",
+    "node_bounds": "report",
+    "report": "report",
+}
+_LAZY_MODULES = ("bucketing", "profiler", "kernels")
+
+__all__ = [*sorted(_LAZY), "compiler_version", "reset", "targets"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    if name in _LAZY_MODULES:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'neuronsim' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY, *_LAZY_MODULES})
+
 
 _logs.configure_from_env()  # NEURONSIM_LOG_LEVEL
 
@@ -70,18 +82,42 @@ def compiler_version() -> str:
 
 def reset() -> None:
     """Empties the compile cache and its counters, the neuron device's cache of eager-op
-    programs, the last run's stats, the fallback op counts (get_fallback_ops) and one-time
-    warnings.
+    programs, the last run's stats, the fallback op counts (get_fallback_ops), the executed-op
+    counts and one-time warnings.
 
     Dynamo keeps its own compiled frames; call torch._dynamo.reset() to drop those too.
     """
-    _CACHE.clear()
+    from . import dtypes, partition, stats
+    from .cache import CACHE
+
+    CACHE.clear()
     _device.eager.clear()
-    _stats.clear()
-    clear_op_tracking()
-    _dtypes.reset_float64_warning()
+    stats.clear()
+    partition.clear_op_tracking()
+    dtypes.reset_float64_warning()
 
 
-_register(neuron_backend)
-_device.register()
+def _autoload() -> None:
+    """The `torch.backends` entry point, called by `import torch`: importing this package has
+    registered the device already."""
+
+
+def _torchneuron_installed() -> bool:
+    """True when AWS's torch-neuronx is installed: it owns the `neuron` device then."""
+    from importlib import metadata
+
+    try:
+        metadata.distribution("torch-neuronx")
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+if not _torchneuron_installed():
+    _device.register()
 _distributed.register()
+if "torch._dynamo" in sys.modules:
+    # Dynamo is loaded anyway: register `neuron` and `neuronsim` now (and warn now if another
+    # package has `neuron`). Otherwise the torch_dynamo_backends entry points find them when
+    # torch.compile first looks them up, and importing neuronsim.backend registers them.
+    from . import backend as _backend  # noqa: F401

@@ -4,20 +4,26 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch.fx
 from torch._decomp import core_aten_decompositions, decomposition_table
 from torch._dynamo.backends.common import aot_autograd
+from torch._functorch.aot_autograd import make_boxed_func
 
+from . import compile_metrics
 from .compiler import compile_fx_graph
+from .device import placement
+from .errors import NeuronCompileError
 from .attention import fuse_attention
 from .complex_lowering import LOWERED_HERE, lower_complex
 from .decompositions import NEURON_DECOMPOSITIONS
 from .grouped_mm import registered_library_op_decompositions
 from .graph_export import target_name
-from .options import resolve_options
+from .options import BackendOptions, resolve_options
 from .partition import check_supported, compile_with_fallback, needs_split, supported_ops
 from .runtime_asserts import CheckedAsserts, hoist_runtime_asserts, keep_message_free_asserts
 from .specialize import ShapeSpecializer, dynamic_shapes_requested, has_symbolic_shapes
@@ -76,12 +82,55 @@ def neuron_backend(
         return ShapeSpecializer(
             gm, example_inputs, lambda graph, inputs: neuron_backend(graph, inputs, options)
         )
+    cpu_on_device = placement.runs_cpu_graph_on_device(example_inputs)
+    try:
+        compiled = _compile_static(gm, example_inputs, resolved, cpu_on_device)
+    except NeuronCompileError as error:
+        if not resolved.fallback_execution:
+            raise
+        compiled = _eager_fallback(gm, gm, error, resolved, "graph")
+    return placement.on_device(compiled) if cpu_on_device else compiled
+
+
+def _compile_static(
+    gm: torch.fx.GraphModule,
+    example_inputs: Sequence[Any],
+    resolved: BackendOptions,
+    cpu_on_device: bool,
+) -> Any:
+    """A graph with static shapes through AOTAutograd to one program per forward/backward."""
     check_static_inputs(example_inputs)
     check_static_graph(gm)
     keep_message_free_asserts(gm)
     fuse_attention(gm)  # scaled_dot_product_attention -> one fused kernel where exact
+    prefix = f"{resolved.model_name}_" if resolved.model_name else ""
 
     def compile_graph(graph: torch.fx.GraphModule, inputs: Sequence[Any], kind: str) -> Any:
+        start = time.perf_counter()
+        nodes = len(graph.graph.nodes)
+        collectives = any(
+            n.op == "call_function" and "_c10d_functional" in str(n.target)
+            for n in graph.graph.nodes
+        )
+        try:
+            compiled = lower_graph(graph, inputs, f"{prefix}{kind}")
+        except NeuronCompileError as error:
+            if not resolved.fallback_execution:
+                raise
+            return _eager_fallback(graph, graph, error, resolved, kind, boxed=True)
+        compile_metrics.record(
+            compile_metrics.NeuronCompilationMetrics(
+                graph_id=compile_metrics.next_graph_id(),
+                graph_name=getattr(compiled, "name", f"{prefix}{kind}"),
+                kind=kind,
+                graph_node_count=nodes,
+                has_collectives=collectives,
+                torch_neuronx_compile_us=(time.perf_counter() - start) * 1e6,
+            )
+        )
+        return placement.outputs_on_their_devices(compiled, graph, cpu_on_device)
+
+    def lower_graph(graph: torch.fx.GraphModule, inputs: Sequence[Any], kind: str) -> Any:
         # Complex tensors become real planes; the boundary converts complex inputs/outputs.
         lowered = lower_complex(graph)
         if lowered is not None:
@@ -109,3 +158,45 @@ def neuron_backend(
         decompositions=_decompositions(),
     )
     return compile_with_aot(gm, example_inputs)
+
+
+def _eager_fallback(
+    graph: torch.fx.GraphModule,
+    gm: torch.fx.GraphModule,
+    error: Exception,
+    resolved: BackendOptions,
+    kind: str,
+    boxed: bool = False,
+) -> Any:
+    """options["fallback_execution"]: the graph that failed to compile runs op by op in eager
+    mode (neuron tensors on the device's eager path), with a warning naming the failure."""
+    first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
+    warnings.warn(
+        f"neuron: a {kind} graph{f' of {resolved.model_name}' if resolved.model_name else ''} "
+        f"failed to compile and runs in eager mode instead (fallback_execution): {first_line}",
+        UserWarning,
+        stacklevel=2,
+    )
+    compile_metrics.record(
+        compile_metrics.NeuronCompilationMetrics(
+            graph_id=compile_metrics.next_graph_id(),
+            graph_name=f"{resolved.model_name or 'graph'}_{kind}",
+            kind=kind,
+            graph_node_count=len(graph.graph.nodes),
+            has_collectives=False,
+            torch_neuronx_compile_us=0.0,
+            fell_back_to_eager=True,
+        )
+    )
+    if boxed:
+        return make_boxed_func(gm.forward)
+    return gm.forward
+
+
+def _register_names() -> None:
+    from .registration import register
+
+    register(neuron_backend)
+
+
+_register_names()  # `neuron` and `neuronsim`, whichever way this module was first imported

@@ -7,8 +7,6 @@ import json
 from types import ModuleType
 from typing import Any
 
-from .errors import NeuronCompileError
-
 
 @functools.cache
 def lib() -> ModuleType:
@@ -25,6 +23,8 @@ def lib() -> ModuleType:
 
 def compile_program(graph_json: str, options: dict[str, Any]) -> Any:
     """Compiles a graph file's text to a neuronsim._C.Program."""
+    from .errors import NeuronCompileError  # imports torch._dynamo: only when compiling
+
     native = lib()
     try:
         return native.compile(graph_json, json.dumps(options))

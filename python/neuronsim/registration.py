@@ -43,7 +43,10 @@ def register(backend: Any) -> list[str]:
     Returns the names this call registered.
     """
     names = []
-    if ALIAS not in registry._COMPILER_FNS:
+    # A name whose entry point Dynamo has discovered, Dynamo registers itself as it loads it
+    # (possibly right now, while importing this package): doing it here too would make Dynamo
+    # fail with "duplicate name".
+    if ALIAS not in registry._COMPILER_FNS and not _is_ours(registry._BACKENDS.get(ALIAS)):
         registry.register_backend(backend, name=ALIAS)
         names.append(ALIAS)
     claim = _foreign_claim(backend)
@@ -57,9 +60,6 @@ def register(backend: Any) -> list[str]:
     elif BACKEND_NAME not in registry._COMPILER_FNS and not _is_ours(
         registry._BACKENDS.get(BACKEND_NAME)
     ):
-        # When our entry point is already discovered, Dynamo registers `neuron` itself as it
-        # loads it (possibly right now, while importing this package); doing it here too would
-        # make Dynamo fail with "duplicate name".
         registry.register_backend(backend, name=BACKEND_NAME)
         names.append(BACKEND_NAME)
     log.debug("registered torch.compile backends: %s", names)

@@ -106,7 +106,12 @@ class ShapeSpecializer:
         return compiled(*args)
 
     def _specialize(self, key: tuple[Any, ...], args: Sequence[Any]) -> Callable[..., Any]:
-        with self._lock:
+        # Dynamo's compile lock first: this traces (FakeTensorMode, AOTAutograd's make_fx)
+        # at call time, outside Dynamo, while other threads may be compiling frames; tracing
+        # concurrently with them corrupts Dynamo's global tracing state.
+        from torch._dynamo.convert_frame import compile_lock
+
+        with compile_lock, self._lock:
             compiled = self._compiled.get(key)
             if compiled is not None:
                 return compiled

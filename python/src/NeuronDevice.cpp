@@ -10,6 +10,7 @@
 // Each device has a simulated clock (ns). Host <-> device copies advance it by the target's
 // host-link cost; eager ops and compiled programs advance it by their simulated time (from
 // Python, neuronsim::advance_clock). Events record the clock, so elapsed_time is simulated.
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <ATen/native/Resize.h>
@@ -23,6 +24,7 @@
 #include <ATen/ops/view_native.h>
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
+#include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
@@ -55,6 +57,10 @@ struct DeviceState {
   int64_t allocatedBytes = 0;
   int64_t peakBytes = 0;
   int64_t allocations = 0;  // live allocations
+  int64_t peakAllocations = 0;
+  int64_t bytesAllocatedTotal = 0, bytesFreedTotal = 0;  // since resetAccumulatedStats
+  int64_t allocationsTotal = 0, freesTotal = 0;
+  int64_t ooms = 0;  // allocations refused with OutOfMemoryError
   double clockNs = 0;       // the device's simulated time
   TransferCounter hostToDevice, deviceToHost, deviceToDevice;
 };
@@ -104,6 +110,8 @@ struct Allocation {
 void reserve(c10::DeviceIndex device, size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex);
   DeviceState &s = state(device);
+  if (s.allocatedBytes + int64_t(bytes) > config.capacityBytes)
+    s.ooms += 1;
   TORCH_CHECK_WITH(OutOfMemoryError, s.allocatedBytes + int64_t(bytes) <= config.capacityBytes,
                    "neuron: out of simulated HBM on neuron:", int(device),
                    ": tried to allocate ", humanBytes(int64_t(bytes)), " with ",
@@ -114,6 +122,9 @@ void reserve(c10::DeviceIndex device, size_t bytes) {
   s.allocatedBytes += int64_t(bytes);
   s.peakBytes = std::max(s.peakBytes, s.allocatedBytes);
   s.allocations += 1;
+  s.peakAllocations = std::max(s.peakAllocations, s.allocations);
+  s.bytesAllocatedTotal += int64_t(bytes);
+  s.allocationsTotal += 1;
 }
 
 /// Gives back what reserve() counted (the context is the Allocation).
@@ -124,6 +135,8 @@ void freeAllocation(void *context) {
     DeviceState &s = states[allocation->device];
     s.allocatedBytes -= int64_t(allocation->bytes);
     s.allocations -= 1;
+    s.bytesFreedTotal += int64_t(allocation->bytes);
+    s.freesTotal += 1;
   }
   delete allocation;
 }
@@ -140,8 +153,54 @@ void freeHbm(void *context) {
   delete ctx;
 }
 
-class HbmAllocator final : public c10::Allocator {
+/// The allocator is a c10::DeviceAllocator, so that torch.accelerator.memory_stats() and
+/// friends reach its counters. It caches nothing: reserved = active = allocated.
+class HbmAllocator final : public c10::DeviceAllocator {
 public:
+  bool initialized() override { return true; }
+  void emptyCache(c10::MempoolId_t) override {}
+  void recordStream(const c10::DataPtr &, c10::Stream) override {}
+
+  c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    const DeviceState &s = state(device);
+    c10::CachingDeviceAllocator::DeviceStats stats;
+    auto fill = [](c10::CachingDeviceAllocator::StatArray &array, int64_t current, int64_t peak,
+                   int64_t allocated, int64_t freed) {
+      auto &all = array[size_t(c10::CachingDeviceAllocator::StatType::AGGREGATE)];
+      all.current = current;
+      all.peak = peak;
+      all.allocated = allocated;
+      all.freed = freed;
+    };
+    for (auto *bytes : {&stats.allocated_bytes, &stats.reserved_bytes, &stats.active_bytes,
+                        &stats.requested_bytes})
+      fill(*bytes, s.allocatedBytes, s.peakBytes, s.bytesAllocatedTotal, s.bytesFreedTotal);
+    for (auto *count : {&stats.allocation, &stats.segment, &stats.active})
+      fill(*count, s.allocations, s.peakAllocations, s.allocationsTotal, s.freesTotal);
+    stats.num_ooms = s.ooms;
+    return stats;
+  }
+
+  void resetAccumulatedStats(c10::DeviceIndex device) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    DeviceState &s = state(device);
+    s.bytesAllocatedTotal = s.bytesFreedTotal = s.allocationsTotal = s.freesTotal = 0;
+  }
+
+  void resetPeakStats(c10::DeviceIndex device) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    DeviceState &s = state(device);
+    s.peakBytes = s.allocatedBytes;
+    s.peakAllocations = s.allocations;
+  }
+
+  std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    const DeviceState &s = state(device);
+    return {size_t(config.capacityBytes - s.allocatedBytes), size_t(config.capacityBytes)};
+  }
+
   c10::DataPtr allocate(size_t bytes) override {
     const c10::DeviceIndex device = currentDevice;
     const c10::Device where(kNeuron, device);
@@ -286,8 +345,44 @@ C10_REGISTER_GUARD_IMPL(PrivateUse1, NeuronGuard);
 
 // ---- Hooks: what torch.accelerator and at::Context ask of the backend. ----
 
+/// torch.Generator(device="neuron"): random ops run on the CPU over device memory (eager.py
+/// hands the CPU kernel a CPU generator with this one's state), so it is a CPU (Philox-free
+/// mt19937) generator on the neuron device.
+class NeuronGenerator final : public at::CPUGeneratorImpl {
+public:
+  explicit NeuronGenerator(c10::DeviceIndex device,
+                           uint64_t seed = c10::default_rng_seed_val)
+      : at::CPUGeneratorImpl(seed) {
+    device_ = c10::Device(kNeuron, device);
+    key_set_ = c10::DispatchKeySet(c10::DispatchKey::PrivateUse1);
+  }
+
+private:
+  NeuronGenerator *clone_impl() const override {
+    auto *copy = new NeuronGenerator(device_.index());
+    copy->set_state(*get_state());
+    return copy;
+  }
+};
+
 class NeuronHooks final : public at::PrivateUse1HooksInterface {
 public:
+  const at::Generator &getDefaultGenerator(c10::DeviceIndex device) const override {
+    static std::array<at::Generator, kMaxDevices> defaults;
+    static std::once_flag once;
+    std::call_once(once, [] {
+      for (int i = 0; i < kMaxDevices; ++i)
+        defaults[i] = at::make_generator<NeuronGenerator>(c10::DeviceIndex(i));
+    });
+    const c10::DeviceIndex index = device < 0 ? currentDevice : device;
+    state(index);  // checks the index
+    return defaults[index];
+  }
+  at::Generator getNewGenerator(c10::DeviceIndex device) const override {
+    const c10::DeviceIndex index = device < 0 ? currentDevice : device;
+    state(index);
+    return at::make_generator<NeuronGenerator>(index);
+  }
   bool isBuilt() const override { return true; }
   bool isAvailable() const override { return config.deviceCount > 0; }
   bool hasPrimaryContext(c10::DeviceIndex) const override { return true; }
@@ -327,14 +422,16 @@ at::Tensor hostAlias(const at::Tensor &t) {
       data, t.sizes(), t.strides(), [storage](void *) {}, t.options().device(at::kCPU));
 }
 
-/// Device memory holds any real dtype: ops on the ones the simulator does not compute in
-/// (float64, int16, ...) run on the CPU with the fallback warning, exactly. Complex, quantized
-/// and bit-packed tensors have no place on a NeuronCore and are refused where they would be made.
+/// Device memory holds any real dtype and complex64/complex128 (eager.py runs complex ops as
+/// real arithmetic on planes, as compiled graphs do; other dtypes the simulator does not
+/// compute in run on the CPU with the fallback warning). Half-precision complex, quantized and
+/// bit-packed tensors have no place on a NeuronCore and are refused where they would be made.
 c10::ScalarType checkedDtype(std::optional<c10::ScalarType> dtype) {
   const c10::ScalarType t = c10::dtype_or_default(dtype);
-  TORCH_CHECK_TYPE(!c10::isComplexType(t) && !c10::isQIntType(t) && !c10::isBitsType(t),
+  TORCH_CHECK_TYPE(t != c10::ScalarType::ComplexHalf && !c10::isQIntType(t) &&
+                       !c10::isBitsType(t),
                    "neuron: ", t, " tensors are not supported on the neuron device (the "
-                   "NeuronCore has no complex, quantized or bit-packed types)");
+                   "NeuronCore has no half-precision complex, quantized or bit-packed types)");
   return t;
 }
 

@@ -3,7 +3,6 @@ for the native half and eager.py for how ops run)."""
 
 from __future__ import annotations
 
-import os
 import sys
 
 import torch
@@ -18,7 +17,8 @@ def register() -> None:
     global _registered
     if _registered:
         return
-    from . import autocast, eager, hbm, module
+    from . import autocast, default_backend, eager, environment, hbm, memory, module, sharing
+    from .no_dynamo import outside_dynamo
 
     hbm.load()
     if torch._C._get_privateuse1_backend_name() != "neuron":
@@ -26,23 +26,29 @@ def register() -> None:
     torch.utils.generate_methods_for_privateuse1_backend(
         for_tensor=True, for_module=True, for_storage=True, for_packed_sequence=True
     )
+    module.memory = memory
+    module.memory_summary = memory.memory_summary
+    module.memory_snapshot = memory.memory_snapshot
     sys.modules["torch.neuron"] = module
+    sys.modules["torch.neuron.memory"] = memory
     torch._register_device_module("neuron", module)
-    count = int(os.environ.get("NEURONSIM_DEVICE_COUNT", "1"))
     from ..options import resolve_options
 
+    cores = environment.visible_cores()
     target = resolve_options(None).target
-    hbm.configure(count, target)
-    module._configure(count, target)
+    hbm.configure(len(cores), target)
+    module._configure(cores, target)
     eager._generator = lambda: module.default_generator()
     fallback = torch.library.Library("_", "IMPL")
-    fallback.fallback(eager.outside_dynamo(eager.run_op), "PrivateUse1")
+    fallback.fallback(outside_dynamo(eager.run_op), "PrivateUse1")
     kernels = torch.library.Library("aten", "IMPL")
     eager.register_kernels(kernels)
     autocast_fallthrough = torch.library.Library("_", "IMPL")
     autocast.register(autocast_fallthrough, kernels)
     # registrations live as long as these objects
     _libraries.extend([fallback, kernels, autocast_fallthrough])
+    default_backend.install()  # torch.compile(model) of neuron tensors: the neuron backend
+    sharing.install()  # neuron tensors through torch.multiprocessing (DataLoader workers)
     _registered = True
 
 

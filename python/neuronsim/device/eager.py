@@ -31,10 +31,8 @@ import torch.fx
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.utils import _pytree as pytree
 
-from ..errors import NeuronCompileError
-from ..graph_export import target_name
-from ..partition import _FALLBACKS, unsupported_nodes
 from . import hbm
+from .no_dynamo import outside_dynamo
 
 log = logging.getLogger("neuronsim")
 
@@ -71,7 +69,28 @@ def clear() -> None:
     with _lock:
         _entries.clear()
         _warned.clear()
+        _executed.clear()
         STATS = EagerStats()
+
+
+_executed: collections.Counter[str] = collections.Counter()  # op schema name -> calls
+
+
+def executed_ops() -> dict[str, int]:
+    """{op ('aten::add'): calls} of the eager ops that ran on the device (as a program or a
+    view), since start or clear_executed_ops()."""
+    with _lock:
+        return dict(_executed)
+
+
+def clear_executed_ops() -> None:
+    with _lock:
+        _executed.clear()
+
+
+def _count_executed(op: torch._ops.OpOverload) -> None:
+    with _lock:
+        _executed[op._schema.name] += 1
 
 
 # ---------------------------------------------------------------------------------------------
@@ -86,6 +105,8 @@ def run_op(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
 
 
 def _run_op(op: torch._ops.OpOverload, args: Any, kwargs: Any) -> Any:
+    if _INDICES in _tensor_list_arguments(op):
+        args, kwargs = _indices_on_device(op, args, kwargs)
     device = _device_of(op, args, kwargs)
     key = (op, _key_of(args), _key_of(kwargs))
     STATS.ops += 1
@@ -108,26 +129,17 @@ def _run_op(op: torch._ops.OpOverload, args: Any, kwargs: Any) -> Any:
 _ALSO_ROUTED = ("aten.convolution.default", "aten.convolution_backward.default")
 
 
-def outside_dynamo(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """`fn` as a kernel Dynamo never traces: eager ops on neuron tensors can run between the
-    graphs of a compiled function (graph breaks, DDP's hooks), where Dynamo would otherwise
-    try to compile this module's Python code as user code."""
-    import torch._dynamo
-
-    return torch._dynamo.disable(fn, recursive=True)
-
-
 def register_kernels(library: torch.library.Library) -> list[str]:
     """Routes the ops the compiler supports straight to run_op at the PrivateUse1 key, so
     that e.g. native_layer_norm compiles as itself instead of through PyTorch's generic
     decomposition for other backends. Only ops with a CPU kernel: they have their own autograd
     formula, which a backend kernel must not hide."""
-    from ..partition import supported_ops
+    from .. import native
 
     kernel = outside_dynamo(run_op)
     routed = []
     # Convolutions reach other backends as convolution_overrideable: take them before that.
-    for name in [*supported_ops(), *_ALSO_ROUTED]:
+    for name in [*dict(native.lib().supported_ops()), *_ALSO_ROUTED]:
         _, op_name, overload = name.split(".")
         packet = getattr(torch.ops.aten, op_name, None)
         op = getattr(packet, overload, None) if packet is not None else None
@@ -143,6 +155,38 @@ def register_kernels(library: torch.library.Library) -> list[str]:
         library.impl(op, functools.partial(kernel, op), "PrivateUse1")
         routed.append(name)
     return routed
+
+
+_INDICES = "indices"
+
+
+@functools.cache
+def _tensor_list_arguments(op: torch._ops.OpOverload) -> frozenset[str]:
+    """Names of the op's `Tensor?[]` arguments (index, index_put_'s `indices`)."""
+    names = set()
+    for argument in op._schema.arguments:
+        t = argument.type
+        if isinstance(t, torch.ListType) and isinstance(t.getElementType(), torch.OptionalType):
+            names.add(argument.name)
+    return frozenset(names)
+
+
+def _indices_on_device(op: torch._ops.OpOverload, args: Sequence[Any], kwargs: dict[str, Any]):
+    """CPU index tensors and masks (x[cpu_index], x[cpu_mask] = v) copied to the device of the
+    indexed tensor, as CUDA accepts them (a timed host-to-device copy)."""
+    position = next(i for i, a in enumerate(op._schema.arguments) if a.name == _INDICES)
+    in_kwargs = position >= len(args)
+    indices = kwargs.get(_INDICES) if in_kwargs else args[position]
+    device = next((t.device for t in _neuron_tensors((args, kwargs))), None)
+    if device is None or not indices:
+        return args, kwargs
+    moved = [
+        i.to(device) if isinstance(i, torch.Tensor) and i.device.type == "cpu" else i
+        for i in indices
+    ]
+    if in_kwargs:
+        return args, {**kwargs, _INDICES: moved}
+    return (*args[:position], moved, *args[position + 1 :]), kwargs
 
 
 def _device_of(op: torch._ops.OpOverload, args: Sequence[Any], kwargs: dict[str, Any]):
@@ -241,14 +285,16 @@ class _Program:
     compiled: Any
     fresh_results: int
     written_positions: list[int]  # in the flattened arguments, as the graph returns them
+    timed: Any  # the CompiledGraph inside `compiled` (complex ops: a boundary around it)
 
     def __call__(self, op, args, kwargs, device: torch.device) -> Any:
         flat = pytree.tree_leaves((args, kwargs))
         tensors = [v for v in flat if isinstance(v, torch.Tensor)]
         outputs = self.compiled([hbm.host_view(t) for t in tensors])
         index = device.index or 0
-        hbm.advance_clock(index, self.compiled.last_sim_ns)
+        hbm.advance_clock(index, self.timed.last_sim_ns)
         STATS.program_runs += 1
+        _count_executed(op)
         fresh = outputs[: self.fresh_results]
         targets = [flat[p] for p in self.written_positions]
         for target, value in zip(targets, outputs[self.fresh_results :], strict=True):
@@ -263,7 +309,11 @@ class _Program:
 def _program_entry(op: torch._ops.OpOverload, args: Any, kwargs: Any) -> _Program:
     from ..backend import _decompositions
     from ..compiler import compile_fx_graph
+    from ..complex_lowering import lower_complex
+    from ..errors import NeuronCompileError
+    from ..graph_export import target_name
     from ..options import resolve_options
+    from ..partition import unsupported_nodes
 
     flat, spec = pytree.tree_flatten((args, kwargs))
     positions = [i for i, v in enumerate(flat) if isinstance(v, torch.Tensor)]
@@ -311,26 +361,37 @@ def _program_entry(op: torch._ops.OpOverload, args: Any, kwargs: Any) -> _Progra
     _check_compute_dtypes(
         v.dtype for v in pytree.tree_leaves(_fresh_outputs_meta(gm)) if isinstance(v, torch.Tensor)
     )
+    fresh_results = len(_fresh_outputs(gm)) - len(written_positions)
+    # Complex tensors: real arithmetic on [..., 2] planes, as in compiled graphs.
+    lowered = lower_complex(gm)
+    graph_inputs = lowered.example_inputs(host_inputs) if lowered is not None else host_inputs
     problems = unsupported_nodes(gm)
     if problems:
         described = sorted({target_name(n.target) + (f" on {p}" if p else "") for n, p in problems})
         raise _NotForTheDevice(f"the compiler does not support {', '.join(described)}")
-    fresh_results = len(_fresh_outputs(gm)) - len(written_positions)
     try:
-        compiled = compile_fx_graph(gm, host_inputs, resolve_options(None), kind="eager")
+        timed = compile_fx_graph(gm, graph_inputs, resolve_options(None), kind="eager")
     except NeuronCompileError as error:
         raise _NotForTheDevice(str(error).splitlines()[0]) from None
     STATS.programs_compiled += 1
-    return _Program(compiled, fresh_results, written_positions)
+    compiled = lowered.wrap(timed) if lowered is not None else timed
+    return _Program(compiled, fresh_results, written_positions, timed)
+
+
+# Dtypes eager programs compute in as others: float64 as float32, complex as real planes.
+_AS_OTHER_DTYPES = (torch.float64, torch.complex64, torch.complex128)
 
 
 def _check_compute_dtypes(dtypes: Any) -> None:
-    """Eager ops compute exactly in their dtype: float64 (which compiled graphs run as float32,
-    with a warning) and dtypes the simulator lacks run on the CPU instead."""
+    """Eager ops compute in their dtype, except complex (real arithmetic on planes) and
+    float64, which runs as float32 on the device as in compiled graphs and TorchNeuron (device
+    memory holds float64; the program reads its inputs as float32 and its float64 results are
+    float32 values; one warning per process). Other dtypes the simulator lacks (int16, ...)
+    run exactly on the CPU instead."""
     from ..runner import _DEVICE_DTYPES
 
     for dtype in dtypes:
-        if dtype not in _DEVICE_DTYPES:
+        if dtype not in _DEVICE_DTYPES and dtype not in _AS_OTHER_DTYPES:
             raise _NotForTheDevice(f"the simulator does not compute in {str(dtype)[6:]}")
 
 
@@ -377,6 +438,7 @@ def _returned_written(op, args, kwargs) -> list[Any]:
 
 def _run_view(op, args, kwargs, device: torch.device) -> Any:
     STATS.views += 1
+    _count_executed(op)
     bases = _neuron_tensors((args, kwargs))
     host_args, host_kwargs = pytree.tree_map_only(torch.Tensor, hbm.host_view, (args, kwargs))
     result = op(*host_args, **host_kwargs)
@@ -413,6 +475,8 @@ def _cpu_entry(op: torch._ops.OpOverload, reason: str):
         (a.name for a in op._schema.arguments if a.name == "generator"), None
     )
 
+    from ..partition import _FALLBACKS
+
     def run_on_cpu(op, args, kwargs, device: torch.device) -> Any:
         STATS.cpu_runs += 1
         _FALLBACKS.add({_fallback_name(op): 1})
@@ -421,9 +485,19 @@ def _cpu_entry(op: torch._ops.OpOverload, reason: str):
         for tensor in operands:
             hbm.count_host_transfer(index, False, tensor.numel() * tensor.element_size())
         host_args, host_kwargs = pytree.tree_map_only(torch.Tensor, hbm.host_view, (args, kwargs))
+        device_generator = None
         if generator_arg and host_kwargs.get(generator_arg) is None and _generator is not None:
             host_kwargs = {**host_kwargs, generator_arg: _generator()}
+        elif generator_arg and _on_device(host_kwargs.get(generator_arg)):
+            # torch.Generator(device="neuron"): the CPU kernel draws from a CPU generator in
+            # its state, whose new state goes back to it.
+            device_generator = host_kwargs[generator_arg]
+            host_generator = torch.Generator()
+            host_generator.set_state(device_generator.get_state())
+            host_kwargs = {**host_kwargs, generator_arg: host_generator}
         result = op(*host_args, **host_kwargs)
+        if device_generator is not None:
+            device_generator.set_state(host_kwargs[generator_arg].get_state())
         for tensor in _mutated_tensors(op, args, kwargs):
             hbm.count_host_transfer(index, True, tensor.numel() * tensor.element_size())
         # An argument the op returns as itself (in-place, out=) comes back as the device tensor.
@@ -447,6 +521,10 @@ def _cpu_entry(op: torch._ops.OpOverload, reason: str):
         return pytree.tree_map(back, result)
 
     return run_on_cpu
+
+
+def _on_device(generator: Any) -> bool:
+    return isinstance(generator, torch.Generator) and generator.device.type == "neuron"
 
 
 def _neuron_tensors(tree: Any) -> list[torch.Tensor]:

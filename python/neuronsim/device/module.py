@@ -5,6 +5,7 @@ streams and events carry simulated timestamps (the device clock)."""
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -14,15 +15,22 @@ from . import hbm
 _state = threading.local()
 _device_count = 1
 _target = "trn2"
+_cores: list[int] = [0]  # the logical core id of each device (NEURON_RT_VISIBLE_CORES)
 _generators: list[torch.Generator] = []
 _initial_seeds: list[int] = []
 
 
-def _configure(device_count: int, target: str) -> None:
-    global _device_count, _target
+def _configure(cores: list[int], target: str) -> None:
+    global _device_count, _target, default_generators
+    device_count = len(cores)
     _device_count, _target = device_count, target
+    _cores[:] = cores
     _generators[:] = [torch.Generator() for _ in range(device_count)]
     _initial_seeds[:] = [g.initial_seed() for g in _generators]
+    default_generators = tuple(_generators)
+
+
+default_generators: tuple[torch.Generator, ...] = ()  # as torch.cuda.default_generators
 
 
 def _index(device: Any = None) -> int:
@@ -121,8 +129,50 @@ def synchronize(device: Any = None) -> None:
 
 
 def get_device_name(device: Any = None) -> str:
+    """'neuron (simulated trn2-lnc2 NeuronCore)': code that looks for "neuron" in the name
+    (as for TorchNeuron's) finds it."""
     _index(device)
-    return f"NeuronCore (simulated {_target})"
+    return f"neuron (simulated {_target} NeuronCore)"
+
+
+@dataclass(frozen=True)
+class NeuronDeviceProperties:
+    """What torch.neuron.get_device_properties() returns (as torch.cuda's properties)."""
+
+    name: str
+    total_memory: int  # bytes of HBM of the device
+    target: str  # the simulated target: trn2-lnc2 (LNC=2, the default), trn2, ...
+    logical_nc_config: int  # physical NeuronCores per device (NEURON_LOGICAL_NC_CONFIG)
+    core_id: int  # the logical core id (NEURON_RT_VISIBLE_CORES)
+    hbm_bytes_per_ns: float  # HBM bandwidth
+    partitions: int  # SBUF partitions
+    sbuf_bytes_per_partition: int
+    psum_bytes_per_partition: int
+    is_simulated: bool = True
+
+
+def get_device_properties(device: Any = None) -> NeuronDeviceProperties:
+    from .. import native
+
+    index = _index(device)
+    facts = native.lib().target_facts(_target)
+    return NeuronDeviceProperties(
+        name=get_device_name(index),
+        total_memory=hbm.memory_stats(index)[2],
+        target=_target,
+        logical_nc_config=2 if _target.endswith("lnc2") else 1,
+        core_id=_cores[index],
+        hbm_bytes_per_ns=float(facts["hbm_bytes_per_ns"]),
+        partitions=int(facts["partitions"]),
+        sbuf_bytes_per_partition=int(facts["sbuf_bytes_per_partition"]),
+        psum_bytes_per_partition=int(facts["psum_bytes_per_partition"]),
+    )
+
+
+def get_device_capability(device: Any = None) -> tuple[int, int]:
+    """(Trainium generation, 0): (2, 0) on trn2 targets."""
+    _index(device)
+    return (int(_target[3]) if _target[3:4].isdigit() else 0, 0)
 
 
 def target() -> str:
@@ -191,11 +241,11 @@ def _outside_dynamo() -> None:
     """The RNG state functions run eagerly: torch.random.fork_rng calls them for the current
     accelerator inside functions that Dynamo traces, where the state would be a fake tensor
     (set_state on it asserts). Called there, they break the graph and run for real."""
-    import torch._dynamo
+    from .no_dynamo import outside_dynamo
 
     for name in ("get_rng_state", "set_rng_state", "get_rng_state_all", "set_rng_state_all",
                  "manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed"):
-        globals()[name] = torch._dynamo.disable(globals()[name], recursive=True)
+        globals()[name] = outside_dynamo(globals()[name])
 
 
 _outside_dynamo()
@@ -235,26 +285,37 @@ def mem_get_info(device: Any = None) -> tuple[int, int]:
 
 
 def memory_stats(device: Any = None) -> dict[str, Any]:
-    """Memory and transfer counters of the device, with the simulated clock:
-    allocated_bytes.all.current / .peak, num_alloc_retries (always 0), capacity_bytes,
-    active.all.current (live allocations), and host_to_device_* / device_to_host_* /
+    """Memory and transfer counters of the device, with the simulated clock: CUDA's keys
+    (torch.accelerator.memory_stats(): allocated_bytes / reserved_bytes / active_bytes /
+    requested_bytes .all.current / .peak / .allocated / .freed, all the same as nothing is
+    cached; allocation / segment / active .all.* counting allocations; num_ooms,
+    num_alloc_retries), capacity_bytes, and host_to_device_* / device_to_host_* /
     device_to_device_* (count, bytes, ns) and clock_ns."""
     index = _index(device)
-    allocated, peak, capacity, count = hbm.memory_stats(index)
+    capacity = hbm.memory_stats(index)[2]
     return {
-        "allocated_bytes.all.current": allocated,
-        "allocated_bytes.all.peak": peak,
-        "reserved_bytes.all.current": allocated,
-        "active.all.current": count,
+        **torch.accelerator.memory_stats(index),  # the allocator's (a c10::DeviceAllocator)
         "capacity_bytes": capacity,
-        "num_alloc_retries": 0,
-        "num_ooms": 0,
         **hbm.transfer_stats(index),
     }
 
 
 def empty_cache() -> None:
     """Nothing to free: memory returns to the device when its last tensor goes."""
+
+
+def get_dynamo_metrics() -> list[Any]:
+    """One record per graph torch.compile(backend="neuron") compiled (TorchNeuron's API):
+    graph_id, graph_name, kind, graph_node_count, has_collectives, torch_neuronx_compile_us."""
+    from .. import compile_metrics
+
+    return compile_metrics.get_dynamo_metrics()
+
+
+def reset_dynamo_metrics() -> None:
+    from .. import compile_metrics
+
+    compile_metrics.reset_dynamo_metrics()
 
 
 def simulated_time_ns(device: Any = None) -> float:

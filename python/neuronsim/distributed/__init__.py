@@ -19,11 +19,17 @@ def register() -> None:
 
     if not dist.is_available():
         return
+    if "neuron" not in dist.Backend.backend_list:
+        dist.Backend.register_backend("neuron", _create, devices=["neuron", "cpu"])
+    _registered = True
+
+
+def _create(*args, **kwargs):
+    """process_group.create, imported on first use: it imports torch._dynamo, which `import
+    torch` (the device's autoload registers this backend) must not."""
     from .process_group import create
 
-    if "neuron" not in dist.Backend.backend_list:
-        dist.Backend.register_backend("neuron", create, devices=["neuron", "cpu"])
-    _registered = True
+    return create(*args, **kwargs)
 
 
 __all__ = ["Topology", "collective_ns", "plot_rank_timeline", "register"]

@@ -165,7 +165,9 @@ def NeuronConstantFills : Pass<"neuron-constant-fills", "mlir::func::FuncOp"> {
     A DMA from a constant HBM buffer that holds a single value (a splat) into SBUF becomes a
     `memset` on the GpSimd engine of the same core: max(MIN_II, N) cycles instead of a DMA
     with its start latency and, for a broadcast source, one descriptor per element
-    (runtime/HARDWARE.md). The buffer declaration stays.
+    (runtime/HARDWARE.md). Only where a compute engine may write the tile (the partition
+    start rule); it runs before neuron-assign-dma-queues splits transfers by rows. The buffer
+    declaration stays.
   }];
 }
 

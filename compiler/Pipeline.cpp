@@ -150,8 +150,8 @@ static void buildNIsaStage(OpPassManager &pm, const PipelineOptions &options) {
   pm.addPass(createConvertNTileToNIsa(ConvertNTileToNIsaOptions{options.target}));
   pm.addNestedPass<func::FuncOp>(
       createNeuronBalanceEngines(NeuronBalanceEnginesOptions{options.target}));
+  pm.addNestedPass<func::FuncOp>(createNeuronConstantFills()); // before DMAs split by rows
   pm.addNestedPass<func::FuncOp>(createNeuronAssignDmaQueues());
-  pm.addNestedPass<func::FuncOp>(createNeuronConstantFills());
   pm.addNestedPass<func::FuncOp>(
       createNeuronDmaTranspose(NeuronDmaTransposeOptions{options.target}));
   pm.addNestedPass<func::FuncOp>(createNeuronInsertSemaphores());

@@ -36,6 +36,18 @@ std::optional<double> splatValue(nisa::BufferOp buffer) {
   return double(i);
 }
 
+/// Whether a compute engine may write `ap`: runtime/HARDWARE.md's partition start rule (more
+/// than 64 partitions start at 0; 33-64 at 0 or 64; up to 32 at a multiple of 32).
+bool computeEnginesMayWrite(nisa::AccessPatternAttr ap) {
+  const int64_t start = ap.getIndex(), parts = ap.getSize(0);
+  const int64_t span = parts > 1 ? (parts - 1) * ap.getStride(0) + 1 : 1;
+  if (span > 64)
+    return start == 0;
+  if (span > 32)
+    return start == 0 || start == 64;
+  return start % 32 == 0;
+}
+
 struct NeuronConstantFillsPass : impl::NeuronConstantFillsBase<NeuronConstantFillsPass> {
   void runOnOperation() override {
     llvm::DenseMap<uint32_t, double> splats;
@@ -48,7 +60,7 @@ struct NeuronConstantFillsPass : impl::NeuronConstantFillsBase<NeuronConstantFil
     SmallVector<nisa::DmaCopyOp> fills;
     getOperation().walk([&](nisa::DmaCopyOp copy) {
       if (copy.getSrc().getSpace() == MemSpace::hbm && copy.getDst().getSpace() == MemSpace::sbuf &&
-          splats.count(copy.getSrc().getIndex()))
+          splats.count(copy.getSrc().getIndex()) && computeEnginesMayWrite(copy.getDst()))
         fills.push_back(copy);
     });
     OpBuilder b(&getContext());

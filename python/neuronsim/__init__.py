@@ -12,6 +12,13 @@ import importlib
 import sys
 from typing import Any
 
+
+def _autoload() -> None:
+    """The `torch.backends` entry point, called by `import torch`: importing this package has
+    registered the device already. Defined before this package imports torch: when
+    `import neuronsim` comes first, torch's autoload calls it on the partly imported package."""
+
+
 try:
     import torch as _torch  # noqa: F401
 except ImportError as _error:  # pragma: no cover - depends on the environment
@@ -95,11 +102,6 @@ def reset() -> None:
     stats.clear()
     partition.clear_op_tracking()
     dtypes.reset_float64_warning()
-
-
-def _autoload() -> None:
-    """The `torch.backends` entry point, called by `import torch`: importing this package has
-    registered the device already."""
 
 
 def _torchneuron_installed() -> bool:

@@ -57,6 +57,20 @@ def test_bare_import_torch_registers_the_device_without_loading_dynamo():
     assert result.stdout.split() == ["neuron:0", "trn2-lnc2", str(24 << 30)]
 
 
+def test_import_neuronsim_before_torch_works():
+    # neuronsim imports torch, whose autoload calls neuronsim._autoload on the partly imported
+    # package: the entry point must exist before that import.
+    result = _run_python(
+        """
+        import neuronsim
+        import torch
+        print(torch.ones(2, device="neuron").device)
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "neuron:0"
+
+
 def test_autoload_can_be_turned_off():
     result = _run_python(
         """

@@ -2,6 +2,9 @@
 #include "compiler/Conversion/NTorchToNTile/TileEmitter.h"
 #include "dialects/NTorch/IR/NTorchOps.h"
 
+#include <algorithm>
+#include <cmath>
+
 using namespace mlir;
 using neuron::ntile::MemSpace;
 
@@ -88,13 +91,16 @@ public:
     });
   }
 
-  /// The [kk, size] tile of K tile `kt` inside a panel (or its slot at column `at`).
+  /// The [kk, size] tile of K tile `kt` inside a panel (or its slot at column `at`) whose K
+  /// tiles lie `stride` columns apart (`size` when 0: a panel of tiles of this width).
   Value panelTile(Value panel, const Offset &kt, int64_t kk, int64_t size,
-                  const Offset &at = Offset(0)) {
+                  const Offset &at = Offset(0), int64_t stride = 0) {
     int64_t width = cast<MemRefType>(panel.getType()).getDimSize(1);
     Type et = cast<MemRefType>(panel.getType()).getElementType();
     return e.b.create<ntile::ViewOp>(loc, ntile::getBufferType({kk, size}, et, MemSpace::sbuf),
-                                     panel, e.pattern(at + kt * size, {{width, kk}, {1, size}}));
+                                     panel,
+                                     e.pattern(at + kt * (stride ? stride : size),
+                                               {{width, kk}, {1, size}}));
   }
 
   /// acc (+)= over K tiles: the first overwrites PSUM, the rest accumulate.
@@ -172,27 +178,56 @@ static LogicalResult lowerMatmulLoops(TileEmitter &e, ntorch::MatmulOp op) {
     MatmulOperand rhs{e.buffer(op.getRhs()), batch * (K * N), rhsN, rhsK, rhsEt};
     Offset outBase = batch * (M * N);
     if (columnsOuter) {
-      // Every row block against the column panel in `panel` (at column `at`).
+      // Every row block against the column panel in `panel` (at column `at`, its K tiles
+      // `nn` columns apart): one PSUM accumulation per tileN columns of it.
       auto computePanel = [&](Value panel, const Offset &at, const Offset &n0, int64_t nn) {
         e.tiled(loc, M, tileM, [&](const Offset &mt, int64_t mm) {
           Offset m0 = mt * tileM;
           // The row block's stationary tiles in one panel (prefetched as one transfer).
           Value rows = lhsFits ? loops.loadPanel(lhs, m0, mm) : Value();
-          Value acc = e.allocTile(loc, mm, nn, e.b.getF32Type(), MemSpace::psum);
-          loops.accumulate(acc, [&](const Offset &kt, int64_t kk) {
-            Value st = rows ? loops.panelTile(rows, kt, kk, mm) : loops.load(lhs, m0, mm, kt, kk);
-            return std::pair{st, loops.panelTile(panel, kt, kk, nn, at)};
-          });
-          store(acc, outBase, m0, mm, n0, nn);
+          for (int64_t c0 = 0; c0 < nn; c0 += tileN) {
+            const int64_t cn = std::min(tileN, nn - c0);
+            Value acc = e.allocTile(loc, mm, cn, e.b.getF32Type(), MemSpace::psum);
+            loops.accumulate(acc, [&](const Offset &kt, int64_t kk) {
+              Value st =
+                  rows ? loops.panelTile(rows, kt, kk, mm) : loops.load(lhs, m0, mm, kt, kk);
+              return std::pair{st, loops.panelTile(panel, kt, kk, cn, at + Offset(c0), nn)};
+            });
+            store(acc, outBase, m0, mm, n0 + Offset(c0), cn);
+          }
         });
       };
-      int64_t full = N / tileN, rest = N % tileN, slot = kTiles * tileN;
+      // A panel is panelN columns, several matmuls wide where one matmul's rows would be
+      // DMA descriptors shorter than the per-descriptor rate limit (runtime/HARDWARE.md: a
+      // row of fewer than dmaDescriptorMinBytes moves below full rate), as long as the
+      // panels still fit the resident budget as they did (two of them for the pipeline). Not
+      // on a logical core of several physical cores, where neuron-split-cores shares the
+      // panels out and needs as many as there are.
+      const int64_t widen =
+          e.target.physicalCores > 1
+              ? 1
+              : std::max<int64_t>(1, (int64_t)std::ceil(e.target.dmaDescriptorMinBytes /
+                                                        double(tileN * rhsBytes)));
       // The pipeline's iterations depend on each other: on a logical core of several
       // physical cores the panels stay a parallel loop that neuron-split-cores halves.
-      if (full + (rest ? 1 : 0) < 2 || 2 * slot * rhsBytes > kResidentStationaryBytes ||
-          e.target.physicalCores > 1) {
-        e.tiled(loc, N, tileN, [&](const Offset &nt, int64_t nn) {
-          computePanel(loops.loadPanel(rhs, nt * tileN, nn), Offset(0), nt * tileN, nn);
+      auto pipelines = [&](int64_t panelN) {
+        return N / panelN + (N % panelN ? 1 : 0) >= 2 &&
+               2 * kTiles * panelN * rhsBytes <= kResidentStationaryBytes &&
+               e.target.physicalCores == 1;
+      };
+      const bool pipelined = pipelines(tileN);
+      int64_t panelN = tileN;
+      for (int64_t m = widen; m > 1; --m) {
+        const int64_t wide = std::min(N, m * tileN);
+        if (pipelined ? pipelines(wide) : kTiles * wide * rhsBytes <= kResidentStationaryBytes) {
+          panelN = wide;
+          break;
+        }
+      }
+      int64_t full = N / panelN, rest = N % panelN, slot = kTiles * panelN;
+      if (!pipelined) {
+        e.tiled(loc, N, panelN, [&](const Offset &nt, int64_t nn) {
+          computePanel(loops.loadPanel(rhs, nt * panelN, nn), Offset(0), nt * panelN, nn);
         });
         return;
       }
@@ -205,23 +240,23 @@ static LogicalResult lowerMatmulLoops(TileEmitter &e, ntorch::MatmulOp op) {
       // The loads are marked ntile.prefetch (neuron-assign-dma-queues spreads the
       // prologue over every queue).
       Value slots = e.allocTile(loc, std::min(K, tileK), 2 * slot, rhsEt, MemSpace::sbuf);
-      loops.loadPanelInto(rhs, Offset(0), tileN, slots, Offset(0), /*prefetch=*/true);
+      loops.loadPanelInto(rhs, Offset(0), panelN, slots, Offset(0), /*prefetch=*/true);
       e.loop(
           loc, full - 1,
           [&](const Offset &i) {
             Offset parity = rotating(i, 2); // i mod 2: panel i's slot
-            computePanel(slots, parity * slot, i * tileN, tileN);
-            loops.loadPanelInto(rhs, (i + Offset(1)) * tileN, tileN, slots,
+            computePanel(slots, parity * slot, i * panelN, panelN);
+            loops.loadPanelInto(rhs, (i + Offset(1)) * panelN, panelN, slots,
                                 Offset(slot) + parity * -slot, /*prefetch=*/true);
           },
           /*keepSingle=*/true);
       // The last whole panel, then (as in the loop) the load of the partial one, if any.
       int64_t last = (full - 1) % 2;
-      computePanel(slots, Offset(last * slot), Offset((full - 1) * tileN), tileN);
+      computePanel(slots, Offset(last * slot), Offset((full - 1) * panelN), panelN);
       if (rest) {
-        loops.loadPanelInto(rhs, Offset(full * tileN), rest, slots, Offset((1 - last) * slot),
+        loops.loadPanelInto(rhs, Offset(full * panelN), rest, slots, Offset((1 - last) * slot),
                             /*prefetch=*/true);
-        computePanel(slots, Offset((1 - last) * slot), Offset(full * tileN), rest);
+        computePanel(slots, Offset((1 - last) * slot), Offset(full * panelN), rest);
       }
       return;
     }

@@ -128,33 +128,40 @@ template <ReduceFn Fn> static Values extremeDim(NodeContext &ctx) {
 Values maxDim(NodeContext &ctx) { return extremeDim<ReduceFn::max>(ctx); }
 Values minDim(NodeContext &ctx) { return extremeDim<ReduceFn::min>(ctx); }
 
-Values mean(NodeContext &ctx) {
-  Value x = input(ctx);
-  SmallVector<int64_t> dims = reduceDims(ctx, x, 1, "dim");
-  Value s = ctx.reduce(ReduceFn::sum, x, dims, ctx.integer(2, "keepdim", 0));
-  return {ctx.binaryScalar(BinaryFn::mul, s, 1.0 / numReduced(x, dims))};
+/// mean(x, dims) of the reduction's input `x`, in fp32 for fp16 and bf16 (eager's acc_type:
+/// a sum past the half type's range still gives a finite mean), in `x`'s type.
+static Value meanOf(NodeContext &ctx, Value x, ArrayRef<int64_t> dims, bool keepdim) {
+  Value s = ctx.reduce(ReduceFn::sum, toF32(ctx, x), dims, keepdim);
+  Value m = ctx.binaryScalar(BinaryFn::mul, s, 1.0 / numReduced(x, dims));
+  return ctx.castTo(m, typeOf(x).getElementType());
 }
 
-/// var(x, dims, correction, keepdim) = sum((x - mean)^2) / (n - correction).
+Values mean(NodeContext &ctx) {
+  Value x = input(ctx);
+  return {meanOf(ctx, x, reduceDims(ctx, x, 1, "dim"), ctx.integer(2, "keepdim", 0))};
+}
+
+/// var(x, dims, correction, keepdim) = sum((x - mean)^2) / (n - correction), in fp32 for
+/// fp16 and bf16 as eager computes it.
 Values var(NodeContext &ctx) {
   Value x = input(ctx);
+  Type et = typeOf(x).getElementType();
+  x = toF32(ctx, x);
   SmallVector<int64_t> dims = reduceDims(ctx, x, 1, "dim");
   int64_t n = numReduced(x, dims);
   double correction = ctx.number(2, "correction", 1.0);
-  Value m = ctx.binaryScalar(BinaryFn::mul, ctx.reduce(ReduceFn::sum, x, dims, true), 1.0 / n);
-  Value d = ctx.binary(BinaryFn::sub, x, m);
+  Value d = ctx.binary(BinaryFn::sub, x, meanOf(ctx, x, dims, true));
   Value s = ctx.reduce(ReduceFn::sum, ctx.binary(BinaryFn::mul, d, d), dims,
                        ctx.integer(3, "keepdim", 0));
-  return {ctx.binaryScalar(BinaryFn::mul, s, 1.0 / std::max(n - correction, 0.0))};
+  return {ctx.castTo(ctx.binaryScalar(BinaryFn::mul, s, 1.0 / std::max(n - correction, 0.0)),
+                     et)};
 }
 
 /// var_mean(x, dims, correction, keepdim) -> (var, mean).
 Values varMean(NodeContext &ctx) {
   Value variance = var(ctx).front();
   Value x = input(ctx);
-  SmallVector<int64_t> dims = reduceDims(ctx, x, 1, "dim");
-  Value s = ctx.reduce(ReduceFn::sum, x, dims, ctx.integer(3, "keepdim", 0));
-  Value m = ctx.binaryScalar(BinaryFn::mul, s, 1.0 / numReduced(x, dims));
+  Value m = meanOf(ctx, x, reduceDims(ctx, x, 1, "dim"), ctx.integer(3, "keepdim", 0));
   return {ctx.reshape(variance, ctx.resultType(0).getShape()),
           ctx.reshape(m, ctx.resultType(1).getShape())};
 }

@@ -126,3 +126,44 @@ def test_activations_see_the_sign_of_zero(fn):
     torch.testing.assert_close(got, want, rtol=1e-6, atol=0, equal_nan=True)
     number = ~torch.isnan(want)  # a NaN's sign bit is not part of its value
     assert torch.equal(torch.signbit(got)[number], torch.signbit(want)[number])
+
+
+# --- max pooling backward with any indices ---------------------------------------------------
+
+
+def _random_plane_indices(out_shape, plane, seed):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, plane, out_shape, generator=g, dtype=torch.int64)
+
+
+@pytest.mark.parametrize("batch", [(), (2,)], ids=["3-D", "4-D"])
+def test_max_pool2d_backward_scatters_to_any_index(batch):
+    op = torch.ops.aten.max_pool2d_with_indices_backward.default
+    x = torch.randn(*batch, 3, 7, 6)
+    grad = torch.randn(*batch, 3, 3, 3)
+    # random positions of the whole 7 x 6 plane, repeated ones included
+    idx = _random_plane_indices(grad.shape, 42, 1)
+    fn = lambda g, x, i: op(g, x, [2, 2], [2, 2], [0, 0], [1, 1], False, i)  # noqa: E731
+    torch.testing.assert_close(run_on_simulator(fn, grad, x, idx), fn(grad, x, idx),
+                               rtol=1e-6, atol=1e-6)  # fmt: skip
+
+
+def test_max_pool2d_backward_of_the_forward_indices():
+    x = torch.randn(2, 3, 9, 9)
+    y, idx = torch.ops.aten.max_pool2d_with_indices.default(x, [3, 3], [2, 2], [1, 1])
+    grad = torch.randn_like(y)
+    op = torch.ops.aten.max_pool2d_with_indices_backward.default
+    fn = lambda g, x, i: op(g, x, [3, 3], [2, 2], [1, 1], [1, 1], False, i)  # noqa: E731
+    torch.testing.assert_close(run_on_simulator(fn, grad, x, idx), fn(grad, x, idx),
+                               rtol=1e-6, atol=1e-6)  # fmt: skip
+
+
+@pytest.mark.parametrize("batch", [(), (2,)], ids=["4-D", "5-D"])
+def test_max_pool3d_backward_scatters_to_any_index(batch):
+    op = torch.ops.aten.max_pool3d_with_indices_backward.default
+    x = torch.randn(*batch, 2, 4, 5, 4)
+    grad = torch.randn(*batch, 2, 2, 2, 2)
+    idx = _random_plane_indices(grad.shape, 80, 2)
+    fn = lambda g, x, i: op(g, x, [2, 2, 2], [2, 2, 2], [0, 0, 0], [1, 1, 1], False, i)  # noqa: E731
+    torch.testing.assert_close(run_on_simulator(fn, grad, x, idx), fn(grad, x, idx),
+                               rtol=1e-6, atol=1e-6)  # fmt: skip

@@ -36,6 +36,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <climits>
 #include <cstring>
 #include <memory>
@@ -560,6 +561,9 @@ RunStats Simulation::run(const std::vector<const void *> &inputs,
   // each is prepared (and checked) exactly where an unrolled run would first
   // reach it.
   uint64_t instances = 0;
+  // The clock is read every 64 instances, the poll called every kPollIntervalMs.
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point nextPoll = Clock::now() + std::chrono::milliseconds(kPollIntervalMs);
   for (LoopWalker w(prog_.loops, insts.size()); !w.done(); w.next()) {
     const size_t i = w.pc();
     if (w.depth() == 0)
@@ -567,6 +571,10 @@ RunStats Simulation::run(const std::vector<const void *> &inputs,
     else
       issue(i, loopStep(i, w), w.iv());
     ++instances;
+    if (opts_.poll && (instances & 63) == 0 && Clock::now() >= nextPoll) {
+      opts_.poll();
+      nextPoll = Clock::now() + std::chrono::milliseconds(kPollIntervalMs);
+    }
   }
   stats_.instructions = instances;
   finish();

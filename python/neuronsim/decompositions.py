@@ -9,6 +9,7 @@ ATen ops the compiler supports, computing what the kernel computes.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 
@@ -197,7 +198,54 @@ def constant_pad_nd(x: torch.Tensor, pad: list[int], value: float = 0) -> torch.
     return aten.constant_pad_nd(x, [max(p, 0) for p in pad], value)
 
 
+def _std_and_mean(
+    x: torch.Tensor, dim: Any, correction: float | None, keepdim: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(std, mean) in fp32 (fp16, bf16) or x's type, as a * sqrt(sum(((x - mean) / a)^2) /
+    (n - correction)) with a the largest |x - mean| of each reduced set, and the mean taken
+    relative to each set's first element: where the variance or the sum overflows fp32
+    (deviations above 1.8e19, sums above 3.4e38) the deviation and the mean still do not,
+    as in eager's CPU kernel (Welford's algorithm in double)."""
+    xf = x.to(torch.float32) if x.dtype in (torch.float16, torch.bfloat16) else x
+    if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
+        dims = list(range(x.dim()))
+    else:
+        dims = [dim] if isinstance(dim, int) else list(dim)
+    n = math.prod(x.shape[d] for d in dims) if x.dim() else 1
+    origin = xf
+    for d in dims:
+        origin = origin.narrow(d, 0, 1)
+    mean = origin + (xf - origin).mean(dims, keepdim=True) if x.dim() else xf
+    deviation = xf - mean
+    scale = deviation.abs().amax(dims, keepdim=True) if x.dim() else deviation.abs()
+    scale = torch.where(scale == 0, torch.ones_like(scale), scale)
+    squares = ((deviation / scale) ** 2).sum(dims, keepdim=keepdim)
+    if not keepdim and x.dim():
+        scale, mean = scale.squeeze(dims), mean.squeeze(dims)
+    divisor = max(n - (1.0 if correction is None else correction), 0.0)
+    return scale * torch.sqrt(squares / divisor), mean
+
+
+def std(x: torch.Tensor, dim: Any = None, *, correction: float | None = None,
+        keepdim: bool = False) -> torch.Tensor:  # fmt: skip
+    """aten.std.correction (see _std_and_mean)."""
+    if not x.dtype.is_floating_point:
+        return NotImplemented
+    return _std_and_mean(x, dim, correction, keepdim)[0].to(x.dtype)
+
+
+def std_mean(x: torch.Tensor, dim: Any = None, *, correction: float | None = None,
+             keepdim: bool = False) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    """aten.std_mean.correction (see _std_and_mean)."""
+    if not x.dtype.is_floating_point:
+        return NotImplemented
+    sd, mean = _std_and_mean(x, dim, correction, keepdim)
+    return sd.to(x.dtype), mean.to(x.dtype)
+
+
 NEURON_DECOMPOSITIONS = {
+    aten.std.correction: std,
+    aten.std_mean.correction: std_mean,
     aten.constant_pad_nd.default: constant_pad_nd,
     torch.ops.prims.convert_element_type.default: convert_element_type,
     aten.angle.default: angle,

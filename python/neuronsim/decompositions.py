@@ -243,7 +243,74 @@ def std_mean(x: torch.Tensor, dim: Any = None, *, correction: float | None = Non
     return sd.to(x.dtype), mean.to(x.dtype)
 
 
+def iota(length: int, *, start: int, step: int, dtype: torch.dtype, device: Any,
+         requires_grad: bool) -> torch.Tensor:  # fmt: skip
+    """prims.iota: start, start + step, ... (length of them), as aten.arange."""
+    return torch.arange(start, start + length * step, step, dtype=dtype, device=device,
+                        requires_grad=requires_grad)  # fmt: skip
+
+
+def rrelu_with_noise_functional(
+    x: torch.Tensor, noise: torch.Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+    training: bool = False, generator: Any = None,
+) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    """aten.rrelu_with_noise_functional -> (out, noise): negative x times a slope, the mean
+    (lower + upper) / 2 in eval mode; in training a uniform draw in [lower, upper) per
+    element (the slope, 1 for x >= 0, is the noise output). The draws are the simulator's,
+    so training results match eager in distribution."""
+    if generator is not None:
+        return NotImplemented
+    if not training:
+        return torch.where(x >= 0, x, x * ((lower + upper) / 2)), noise.clone()
+    slope = lower + (upper - lower) * torch.rand_like(x, dtype=torch.float32)
+    slope = torch.where(x >= 0, torch.ones_like(slope), slope).to(x.dtype)
+    return x * slope, slope.to(noise.dtype)
+
+
+# K per fp32 matmul of int8 values: |partial sums| <= 1024 * 128 * 128 = 2^24, exact in fp32.
+_INT_MM_CHUNK = 1024
+
+
+def int_mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """aten._int_mm: int8 [m, k] @ int8 [k, n] -> int32, exactly: fp32 matmuls over chunks
+    of k whose sums stay integers below 2^24, added in int32 (which wraps as eager's)."""
+    if a.dtype != torch.int8 or b.dtype != torch.int8 or a.dim() != 2 or b.dim() != 2:
+        return NotImplemented
+    total = None
+    for k0 in range(0, a.shape[1], _INT_MM_CHUNK):
+        part = torch.mm(a[:, k0 : k0 + _INT_MM_CHUNK].to(torch.float32),
+                        b[k0 : k0 + _INT_MM_CHUNK].to(torch.float32)).to(torch.int32)  # fmt: skip
+        total = part if total is None else total + part
+    if total is None:
+        return torch.zeros(a.shape[0], b.shape[1], dtype=torch.int32, device=a.device)
+    return total
+
+
+def randint(low: int, high: int, size: Any, *, dtype: torch.dtype | None = torch.int64,
+            layout: Any = None, device: Any = None, pin_memory: Any = None,
+            generator: Any = None) -> torch.Tensor:  # fmt: skip
+    """aten.randint.low: low + floor(u * (high - low)) for uniform fp32 u in [0, 1), below
+    high (u * range may round up to range). Ranges above 2^24 values would not be uniform
+    from 24-bit draws: not decomposed. The draws are the simulator's (eager's distribution)."""
+    span = high - low
+    if generator is not None or not 0 < span <= 2**24:
+        return NotImplemented
+    u = torch.rand(size, dtype=torch.float32, device=device)
+    offset = torch.clamp(torch.floor(u * span), max=span - 1)
+    return (offset + low).to(torch.int64 if dtype is None else dtype)
+
+
+def randint_high(high: int, size: Any, **kwargs: Any) -> torch.Tensor:
+    """aten.randint.default: randint.low from 0."""
+    return randint(0, high, size, **kwargs)
+
+
 NEURON_DECOMPOSITIONS = {
+    torch.ops.prims.iota.default: iota,
+    aten.rrelu_with_noise_functional.default: rrelu_with_noise_functional,
+    aten._int_mm.default: int_mm,
+    aten.randint.low: randint,
+    aten.randint.default: randint_high,
     aten.std.correction: std,
     aten.std_mean.correction: std_mean,
     aten.constant_pad_nd.default: constant_pad_nd,

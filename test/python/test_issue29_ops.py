@@ -80,3 +80,19 @@ def test_instance_norm_fp16_matches_eager(affine):
         want = norm(x)
         got = run_on_simulator(norm, x)
     torch.testing.assert_close(got, want, rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: x[2:].as_strided((3, 4), (4, 1)),  # the view's offset 2
+        lambda x: x[2:].as_strided((3, 4), (4, 1), 1),  # an explicit offset of the storage
+        lambda x: x.view(4, 6)[1:, 2:].as_strided((2, 2), (6, 1)),
+        lambda x: x.view(4, 6).t().as_strided((3, 5), (1, 4), 2),  # a transposed view
+        lambda x: (x.view(4, 6)[1:].as_strided((2, 3), (6, 2)) * 2).sum(0),
+    ],
+    ids=["slice", "slice-offset", "2-d-slice", "transpose", "then-compute"],
+)
+def test_as_strided_of_a_view_reads_its_base(fn):
+    x = torch.arange(24.0) * 1.5
+    assert torch.equal(run_on_simulator(fn, x), fn(x))

@@ -116,11 +116,13 @@ def test_reduction_over_descending_dims(fn):
 
 
 @pytest.mark.parametrize(
-    "fn", [torch.reciprocal, torch.sqrt, torch.exp, torch.sin, lambda x: 1.0 / x],
-    ids=["reciprocal", "sqrt", "exp", "sin", "rdiv"],
+    "fn", [torch.reciprocal, torch.sqrt, torch.exp, torch.sin, lambda x: 1.0 / x, torch.neg,
+           torch.asinh, lambda x: torch.atan2(x, torch.ones_like(x))],
+    ids=["reciprocal", "sqrt", "exp", "sin", "rdiv", "neg", "asinh", "atan2"],
 )  # fmt: skip
 def test_activations_see_the_sign_of_zero(fn):
-    """An activation without bias computes fn(x * scale): -0 stays -0 (1 / -0 is -inf)."""
+    """An activation without bias computes fn(x * scale): -0 stays -0 (1 / -0 is -inf), and
+    +0 stays +0 (neg(+0) is -0)."""
     x = torch.tensor([-0.0, 0.0, -0.0, 1.5, -2.0, 0.0])
     got, want = run_on_simulator(fn, x), fn(x)
     torch.testing.assert_close(got, want, rtol=1e-6, atol=0, equal_nan=True)

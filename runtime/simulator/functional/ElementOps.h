@@ -158,13 +158,6 @@ inline bool isExactInt64(double v) {
   return v >= -0x1p63 && v < 0x1p63 && v == double(int64_t(v));
 }
 
-/// An activation's immediate bias as added to x * scale: an immediate 0 is no
-/// bias, added as -0 (x + -0 is x for every x, -0 included; x + +0 would make
-/// -0 into +0, so that reciprocal, sqrt or neg of -0 would differ from eager's).
-template <class T> T activationBias(T bias) {
-  return bias == T(0) ? T(-0.0) : bias;
-}
-
 /// The identity element of a reduction with `op` (add, mul, max, min) on
 /// int64 values.
 inline int64_t intReduceInit(AluOp op) {

@@ -363,7 +363,6 @@ void Executor::elementwise(const Instruction &inst, const InstrShape &shape) {
   T *a = scratch<T>(0, kChunk), *b = scratch<T>(1, kChunk),
     *o = scratch<T>(2, kChunk), *c = scratch<T>(3, kChunk);
   const T imm0 = T(inst.imm[0]), imm1 = T(inst.imm[1]);
-  const T bias = activationBias(imm1);
   const int64_t freeElems = shape.freeElems;
 
   for (int64_t off = 0; off < total; off += kChunk) {
@@ -373,7 +372,7 @@ void Executor::elementwise(const Instruction &inst, const InstrShape &shape) {
       gather(s0, a, n);
       withActFunc<T>(inst.func, [&](auto f) {
         for (int64_t i = 0; i < n; ++i)
-          o[i] = f(a[i] * imm0 + bias);
+          o[i] = f(imm1 == T(0) ? a[i] * imm0 : a[i] * imm0 + imm1); // bias 0: none (-0 kept)
       });
       break;
     case Opcode::TensorTensor:
@@ -544,9 +543,9 @@ void Executor::elementwiseF32(const Instruction &inst) {
           for (int64_t i = 0; i < n; ++i)
             t[i] = a[i] * imm0 + bi[i] * imm1;
         if (t != o)
-          kernels::activation(inst.func, t, o, n, 1.0f, -0.0f);
+          kernels::activation(inst.func, t, o, n, 1.0f, 0.0f);
       } else {
-        kernels::activation(inst.func, a, o, n, imm0, activationBias(imm1));
+        kernels::activation(inst.func, a, o, n, imm0, imm1);
       }
       // Row sums of the activated fp32 values, in order along each row.
       for (int64_t i = 0; rowSums && i < n;) {

@@ -117,8 +117,10 @@ def test_reduction_over_descending_dims(fn):
 
 @pytest.mark.parametrize(
     "fn", [torch.reciprocal, torch.sqrt, torch.exp, torch.sin, lambda x: 1.0 / x, torch.neg,
-           torch.asinh, lambda x: torch.atan2(x, torch.ones_like(x))],
-    ids=["reciprocal", "sqrt", "exp", "sin", "rdiv", "neg", "asinh", "atan2"],
+           torch.asinh, lambda x: torch.atan2(x, torch.ones_like(x)), lambda x: x + 0.0,
+           lambda x: 0.0 - x, lambda x: x - 0.0],
+    ids=["reciprocal", "sqrt", "exp", "sin", "rdiv", "neg", "asinh", "atan2", "add0", "rsub0",
+         "sub0"],
 )  # fmt: skip
 def test_activations_see_the_sign_of_zero(fn):
     """An activation without bias computes fn(x * scale): -0 stays -0 (1 / -0 is -inf), and

@@ -118,9 +118,11 @@ def test_reduction_over_descending_dims(fn):
 @pytest.mark.parametrize(
     "fn", [torch.reciprocal, torch.sqrt, torch.exp, torch.sin, lambda x: 1.0 / x, torch.neg,
            torch.asinh, lambda x: torch.atan2(x, torch.ones_like(x)), lambda x: x + 0.0,
-           lambda x: 0.0 - x, lambda x: x - 0.0],
+           lambda x: 0.0 - x, lambda x: x - 0.0, lambda x: torch.sqrt(x + 0.0),
+           lambda x: torch.reciprocal(0.0 - x), lambda x: torch.reciprocal(x * 2 + 0.0),
+           lambda x: torch.reciprocal((x - 1.0) + 1.0), lambda x: torch.reciprocal(x * 2)],
     ids=["reciprocal", "sqrt", "exp", "sin", "rdiv", "neg", "asinh", "atan2", "add0", "rsub0",
-         "sub0"],
+         "sub0", "sqrt-add0", "recip-rsub0", "recip-mul-add0", "recip-sub-add", "recip-mul"],
 )  # fmt: skip
 def test_activations_see_the_sign_of_zero(fn):
     """An activation without bias computes fn(x * scale): -0 stays -0 (1 / -0 is -inf), and

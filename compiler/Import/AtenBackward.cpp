@@ -37,7 +37,20 @@ static Values batchNormBatchStats(NodeContext &ctx, double momentum, double eps)
                                ctx.reduce(ReduceFn::sum, ctx.binary(BinaryFn::mul, xc, xc), dims, true),
                                1.0 / n);
   Value rstd = ctx.unary(UnaryFn::rsqrt, ctx.binaryScalar(BinaryFn::add, var, eps));
-  Value y = ctx.binary(BinaryFn::mul, xc, rstd);
+  // Eager keeps the statistics in the input's type unless the weight's type differs (a
+  // mixed-type batch norm): a half input is normalized with its mean and rstd rounded to
+  // the half type (x * rstd - mean * rstd in fp32, then the output rounds once).
+  Type et = t.getElementType();
+  bool mixed = ctx.isTensorArg(1) && typeOf(ctx.tensor(1)).getElementType() != et;
+  Value y;
+  if ((et.isF16() || et.isBF16()) && !mixed) {
+    auto rounded = [&](Value v) { return ctx.castTo(ctx.castTo(v, et), f32); };
+    Value scale = rounded(rstd);
+    y = ctx.binary(BinaryFn::sub, ctx.binary(BinaryFn::mul, xf, scale),
+                   ctx.binary(BinaryFn::mul, rounded(mean), scale));
+  } else {
+    y = ctx.binary(BinaryFn::mul, xc, rstd);
+  }
   if (ctx.isTensorArg(1))
     y = ctx.binary(BinaryFn::mul, y, ctx.castTo(ctx.reshape(ctx.tensor(1), chan), f32));
   if (ctx.isTensorArg(2))

@@ -365,7 +365,9 @@ Values copySign(NodeContext &ctx) {
   Value negativeZero = ctx.binaryScalar(BinaryFn::lt, ctx.unary(UnaryFn::reciprocal, b), 0.0);
   Value negative = ctx.binary(BinaryFn::Or, ctx.binaryScalar(BinaryFn::lt, b, 0.0), negativeZero);
   Value magnitude = ctx.unary(UnaryFn::abs, a);
-  Value y = selectOf(ctx, negative, ctx.unary(UnaryFn::neg, magnitude), magnitude);
+  // -|a| as a product on the ALU (-1 * 0 is -0; an activation's neg may round -0 to +0)
+  Value negated = ctx.binaryScalar(BinaryFn::mul, magnitude, -1.0);
+  Value y = selectOf(ctx, negative, negated, magnitude);
   if (cast<RankedTensorType>(y.getType()) != ctx.resultType())
     y = ctx.b.create<nt::BroadcastOp>(ctx.loc, ctx.resultType(), y);
   return {y};

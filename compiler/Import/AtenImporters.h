@@ -224,6 +224,10 @@ mlir::Value integerScan(NodeContext &ctx, mlir::Value flat);
 /// check is part of the result's data flow.
 mlir::Value boundsCheckedZeros(NodeContext &ctx, mlir::Value index, int64_t positions,
                                mlir::Type elementType);
+/// self.scatter_add(dim, index, src) (`op` names the op in errors): an indirect DMA
+/// scatter-add, every index bounds-checked against size(dim).
+mlir::Value scatterAddAlong(NodeContext &ctx, const std::string &op, mlir::Value self,
+                            int64_t dim, mlir::Value index, mlir::Value src);
 /// x[i0, i1, ...] addressing (aten.index / index_put): the index tensors (null for a
 /// skipped dim) select one run of adjacent dims [first, first + k); `moved` is x with the
 /// run moved to the front (dims in `toFront` order), `linear` the row index over the

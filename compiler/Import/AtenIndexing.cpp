@@ -448,6 +448,11 @@ Values scatterReduceOld(NodeContext &ctx) {
                        r, true)};
 }
 
+Value scatterAddAlong(NodeContext &ctx, const std::string &op, Value self, int64_t dim,
+                      Value index, Value src) {
+  return scatterAlong(ctx, op, self, dim, index, src, std::nullopt, Reduce::sum, true);
+}
+
 Values scatterAdd(NodeContext &ctx) {
   return {scatterAlong(ctx, "scatter_add", ctx.tensor(0), ctx.integer(1, "dim", 0),
                        ctx.tensor(2), ctx.tensor(3), std::nullopt, Reduce::sum, true)};

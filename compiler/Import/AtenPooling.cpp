@@ -308,15 +308,14 @@ Values maxPool2dWithIndices(NodeContext &ctx) { return maxPoolWithIndicesNd<2>(c
 Values maxPool3dWithIndices(NodeContext &ctx) { return maxPoolWithIndicesNd<3>(ctx); }
 
 /// max_pool{2,3}d_with_indices_backward(grad, x, kernel, stride, padding, dilation,
-/// ceil_mode, indices): grad_x[p] is the sum of grad over the outputs whose index is p.
-/// Per kernel offset, the outputs whose index is the position that offset reads send
-/// their gradient there (a strided scatter into the padded input); indices are always
-/// inside their window.
+/// ceil_mode, indices): grad_x[p] is the sum of grad over the outputs whose index is p,
+/// as eager computes it: a scatter-add of each plane's gradient at its indices. The op
+/// takes any indices of the plane (not only a position of the output's own window), so
+/// the window is not used; an index outside the plane raises on the device.
 template <int R> static Values maxPoolBackwardNd(NodeContext &ctx) {
   Value grad = withBatchNd(ctx, ctx.tensor(0), R), x = withBatchNd(ctx, ctx.tensor(1), R);
   Value indices = withBatchNd(ctx, ctx.tensor(7), R);
   PoolWindow w = poolWindowNd(ctx, x, R, 2, /*hasDilation=*/true);
-  requireExpandablePositions(ctx, w, x);
   auto xt = typeOf(x), gt = typeOf(grad);
   SmallVector<int64_t> outShape = {xt.getDimSize(0), xt.getDimSize(1)};
   outShape.append(w.out.begin(), w.out.end());
@@ -324,18 +323,13 @@ template <int R> static Values maxPoolBackwardNd(NodeContext &ctx) {
       typeOf(indices).getShape() != ArrayRef<int64_t>(outShape))
     throw ImportError("the gradient and the indices must have the pooled shape " +
                       listStr(outShape));
-  ArrayRef<int64_t> in = xt.getShape().drop_front(2);
-  Value idx = ctx.castTo(indices, ctx.b.getF32Type());
-  Value zero = ctx.scalar(gt.getElementType(), 0.0);
-  Value sum;
-  for (auto &k : kernelOffsets(w.kernel)) {
-    Value pos = flatPositions(ctx, w, k, in, -1.0);
-    Value hit = ctx.binary(BinaryFn::eq, idx, pos);
-    Value part = ctx.b.create<nt::SelectOp>(ctx.loc, gt, hit, grad, zero);
-    Value placed = place(ctx, part, w, k);
-    sum = sum ? ctx.binary(BinaryFn::add, sum, placed) : placed;
-  }
-  Value gx = crop(ctx, sum, w, xt.getShape());
+  int64_t planes = xt.getDimSize(0) * xt.getDimSize(1);
+  int64_t plane = product(xt.getShape().drop_front(2)), outPlane = product(w.out);
+  Value zeros = ctx.splat(RankedTensorType::get({planes, plane}, gt.getElementType()), 0.0);
+  Value gx = scatterAddAlong(ctx, "max_pool" + std::to_string(R) + "d_with_indices_backward",
+                             zeros, 1, ctx.reshape(indices, {planes, outPlane}),
+                             ctx.reshape(grad, {planes, outPlane}));
+  gx = ctx.reshape(gx, xt.getShape());
   return {asResult(ctx, ctx.castTo(gx, ctx.resultType().getElementType()), 0, R)};
 }
 

@@ -128,33 +128,58 @@ template <ReduceFn Fn> static Values extremeDim(NodeContext &ctx) {
 Values maxDim(NodeContext &ctx) { return extremeDim<ReduceFn::max>(ctx); }
 Values minDim(NodeContext &ctx) { return extremeDim<ReduceFn::min>(ctx); }
 
-Values mean(NodeContext &ctx) {
-  Value x = input(ctx);
-  SmallVector<int64_t> dims = reduceDims(ctx, x, 1, "dim");
-  Value s = ctx.reduce(ReduceFn::sum, x, dims, ctx.integer(2, "keepdim", 0));
-  return {ctx.binaryScalar(BinaryFn::mul, s, 1.0 / numReduced(x, dims))};
+/// mean(x, dims) of the reduction's input `x`, in fp32 for fp16 and bf16 (eager's acc_type:
+/// a sum past the half type's range still gives a finite mean), in `x`'s type.
+static Value meanOf(NodeContext &ctx, Value x, ArrayRef<int64_t> dims, bool keepdim) {
+  Value s = ctx.reduce(ReduceFn::sum, toF32(ctx, x), dims, keepdim);
+  Value m = ctx.binaryScalar(BinaryFn::mul, s, 1.0 / numReduced(x, dims));
+  return ctx.castTo(m, typeOf(x).getElementType());
 }
 
-/// var(x, dims, correction, keepdim) = sum((x - mean)^2) / (n - correction).
+/// The mean of `x` (fp32) over dims, kept as size 1, relative to each set's first element:
+/// x0 + mean(x - x0), finite where the sum overflows (eager's var and var_mean use
+/// Welford's algorithm in double).
+static Value shiftedMean(NodeContext &ctx, Value x, ArrayRef<int64_t> dims) {
+  auto t = typeOf(x);
+  if (t.getRank() == 0 || numReduced(x, dims) == 0)
+    return meanOf(ctx, x, dims, true);
+  SmallVector<int64_t> shape(t.getShape()), zeros(t.getRank(), 0), ones(t.getRank(), 1);
+  for (int64_t d : dims)
+    shape[d] = 1;
+  Value first = ctx.b.create<nt::SliceOp>(
+      ctx.loc, RankedTensorType::get(shape, t.getElementType()), x, zeros, ones);
+  Value s = ctx.reduce(ReduceFn::sum, ctx.binary(BinaryFn::sub, x, first), dims, true);
+  return ctx.binary(BinaryFn::add, first,
+                    ctx.binaryScalar(BinaryFn::mul, s, 1.0 / numReduced(x, dims)));
+}
+
+Values mean(NodeContext &ctx) {
+  Value x = input(ctx);
+  return {meanOf(ctx, x, reduceDims(ctx, x, 1, "dim"), ctx.integer(2, "keepdim", 0))};
+}
+
+/// var(x, dims, correction, keepdim) = sum((x - mean)^2) / (n - correction), in fp32 for
+/// fp16 and bf16 as eager computes it.
 Values var(NodeContext &ctx) {
   Value x = input(ctx);
+  Type et = typeOf(x).getElementType();
+  x = toF32(ctx, x);
   SmallVector<int64_t> dims = reduceDims(ctx, x, 1, "dim");
   int64_t n = numReduced(x, dims);
   double correction = ctx.number(2, "correction", 1.0);
-  Value m = ctx.binaryScalar(BinaryFn::mul, ctx.reduce(ReduceFn::sum, x, dims, true), 1.0 / n);
-  Value d = ctx.binary(BinaryFn::sub, x, m);
+  Value d = ctx.binary(BinaryFn::sub, x, shiftedMean(ctx, x, dims));
   Value s = ctx.reduce(ReduceFn::sum, ctx.binary(BinaryFn::mul, d, d), dims,
                        ctx.integer(3, "keepdim", 0));
-  return {ctx.binaryScalar(BinaryFn::mul, s, 1.0 / std::max(n - correction, 0.0))};
+  return {ctx.castTo(ctx.binaryScalar(BinaryFn::mul, s, 1.0 / std::max(n - correction, 0.0)),
+                     et)};
 }
 
 /// var_mean(x, dims, correction, keepdim) -> (var, mean).
 Values varMean(NodeContext &ctx) {
   Value variance = var(ctx).front();
   Value x = input(ctx);
-  SmallVector<int64_t> dims = reduceDims(ctx, x, 1, "dim");
-  Value s = ctx.reduce(ReduceFn::sum, x, dims, ctx.integer(3, "keepdim", 0));
-  Value m = ctx.binaryScalar(BinaryFn::mul, s, 1.0 / numReduced(x, dims));
+  Value m = ctx.castTo(shiftedMean(ctx, toF32(ctx, x), reduceDims(ctx, x, 1, "dim")),
+                       typeOf(x).getElementType());
   return {ctx.reshape(variance, ctx.resultType(0).getShape()),
           ctx.reshape(m, ctx.resultType(1).getShape())};
 }

@@ -45,8 +45,8 @@ struct F32 {
   Value pick(Value cond, Value a, Value b) const {
     return ctx.b.create<nt::SelectOp>(ctx.loc, type(), cond, a, b);
   }
-  /// x < 0 or x is -0 (the sign bit of a number; false for NaN). 1 / x on the Vector
-  /// engine: an activation computes f(x * scale + bias), and -0 + 0 is +0.
+  /// x < 0 or x is -0 (the sign bit of a number; false for NaN): 1 / x on the Vector
+  /// engine (1 / -0 is -inf).
   Value negative(Value x) const {
     return ctx.binary(BinaryFn::Or, cmpS(BinaryFn::lt, x, 0.0),
                       cmpS(BinaryFn::lt, div(c(1.0), x), 0.0));
@@ -54,8 +54,7 @@ struct F32 {
   /// |v| with x's sign bit.
   Value withSignOf(Value v, Value x) const { return pick(negative(x), un(UnaryFn::neg, v), v); }
 
-  /// The Scalar engine's arctan (+-pi/2 at +-inf); x itself at +-0, whose sign the
-  /// activation's x * scale + bias loses.
+  /// The Scalar engine's arctan (+-pi/2 at +-inf); x itself at +-0 (exactly eager's).
   Value atan(Value x) const { return pick(cmpS(BinaryFn::eq, x, 0.0), x, un(UnaryFn::arctan, x)); }
 
   /// log(1 + t) accurate for small t: log(u) * t / (u - 1) with u = 1 + t rounded.

@@ -249,6 +249,7 @@ Value NodeContext::reduce(ntorch::ReduceFn fn, Value x, ArrayRef<int64_t> dims,
       normalized.push_back(n);
     reduced[n] = true;
   }
+  llvm::sort(normalized); // a set of dims: (-1, -2) reduces what (-2, -1) does
   SmallVector<int64_t> shape;
   for (int64_t i = 0; i < t.getRank(); ++i)
     if (!reduced[i])

@@ -7,7 +7,9 @@
 // PSUM. On the Scalar engine a tensor_scalar or tensor_tensor runs as an activation:
 // identity(x * scale + bias), with the scalar, or a per-partition operand ([P, 1] tile read
 // with free stride 0), as its scale or bias. Only float add and sub move there: x * 1 + b
-// is exactly x + b, while x * s + 0 would turn a product of -0 into +0.
+// is exactly x + b, while x * s + 0 would turn a product of -0 into +0. An immediate bias
+// of +0 is no bias on the Scalar engine (fn(x * scale)): x + 0 and 0 - x, which turn -0
+// into +0, stay where they are.
 //
 // Per block (a loop body, the function body), the fixed instructions' busy time is summed
 // per engine, then the movable ones, longest first, go to the engine whose total grows the
@@ -21,6 +23,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <array>
+#include <cmath>
 
 using namespace mlir;
 using neuron::ntile::MemSpace;
@@ -96,10 +99,15 @@ std::optional<AsActivation> asActivation(Operation *op) {
     if (!isFloat(ts.getSrc()) || !isFloat(ts.getDst()))
       return std::nullopt;
     double c = ts.getScalar().convertToDouble();
+    bool positiveZero = c == 0.0 && !std::signbit(c);
     switch (ts.getOp()) {
     case AluOp::add:
+      if (positiveZero)
+        return std::nullopt;
       return AsActivation{ts.getSrc(), {}, 1.0, c};
     case AluOp::sub:
+      if (ts.getReverse() && positiveZero)
+        return std::nullopt;
       return ts.getReverse() ? AsActivation{ts.getSrc(), {}, -1.0, c}
                              : AsActivation{ts.getSrc(), {}, 1.0, -c};
     default:

@@ -26,6 +26,7 @@ from .graph_export import target_name
 from .options import BackendOptions, resolve_options
 from .partition import check_supported, compile_with_fallback, needs_split, supported_ops
 from .runtime_asserts import CheckedAsserts, hoist_runtime_asserts, keep_message_free_asserts
+from .strided_views import rebase_strided_views
 from .specialize import ShapeSpecializer, dynamic_shapes_requested, has_symbolic_shapes
 from .static_shapes import check_static_graph, check_static_inputs
 
@@ -135,6 +136,7 @@ def _compile_static(
         lowered = lower_complex(graph)
         if lowered is not None:
             inputs = lowered.example_inputs(inputs)
+        rebase_strided_views(graph)  # as_strided of a view addresses the view's base
         asserts = hoist_runtime_asserts(graph)  # checked on the host after each run
         inputs = asserts.graph_inputs(inputs)
         if resolved.fallback != "cpu":

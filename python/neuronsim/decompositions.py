@@ -9,6 +9,7 @@ ATen ops the compiler supports, computing what the kernel computes.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 
@@ -197,7 +198,121 @@ def constant_pad_nd(x: torch.Tensor, pad: list[int], value: float = 0) -> torch.
     return aten.constant_pad_nd(x, [max(p, 0) for p in pad], value)
 
 
+def _std_and_mean(
+    x: torch.Tensor, dim: Any, correction: float | None, keepdim: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(std, mean) in fp32 (fp16, bf16) or x's type, as a * sqrt(sum(((x - mean) / a)^2) /
+    (n - correction)) with a the largest |x - mean| of each reduced set, and the mean taken
+    relative to each set's first element: where the variance or the sum overflows fp32
+    (deviations above 1.8e19, sums above 3.4e38) the deviation and the mean still do not,
+    as in eager's CPU kernel (Welford's algorithm in double)."""
+    xf = x.to(torch.float32) if x.dtype in (torch.float16, torch.bfloat16) else x
+    if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
+        dims = list(range(x.dim()))
+    else:
+        dims = [dim] if isinstance(dim, int) else list(dim)
+    n = math.prod(x.shape[d] for d in dims) if x.dim() else 1
+    origin = xf
+    for d in dims:
+        origin = origin.narrow(d, 0, 1)
+    mean = origin + (xf - origin).mean(dims, keepdim=True) if x.dim() else xf
+    deviation = xf - mean
+    scale = deviation.abs().amax(dims, keepdim=True) if x.dim() else deviation.abs()
+    scale = torch.where(scale == 0, torch.ones_like(scale), scale)
+    squares = ((deviation / scale) ** 2).sum(dims, keepdim=keepdim)
+    if not keepdim and x.dim():
+        scale, mean = scale.squeeze(dims), mean.squeeze(dims)
+    divisor = max(n - (1.0 if correction is None else correction), 0.0)
+    return scale * torch.sqrt(squares / divisor), mean
+
+
+def std(x: torch.Tensor, dim: Any = None, *, correction: float | None = None,
+        keepdim: bool = False) -> torch.Tensor:  # fmt: skip
+    """aten.std.correction (see _std_and_mean)."""
+    if not x.dtype.is_floating_point:
+        return NotImplemented
+    return _std_and_mean(x, dim, correction, keepdim)[0].to(x.dtype)
+
+
+def std_mean(x: torch.Tensor, dim: Any = None, *, correction: float | None = None,
+             keepdim: bool = False) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    """aten.std_mean.correction (see _std_and_mean)."""
+    if not x.dtype.is_floating_point:
+        return NotImplemented
+    sd, mean = _std_and_mean(x, dim, correction, keepdim)
+    return sd.to(x.dtype), mean.to(x.dtype)
+
+
+def iota(length: int, *, start: int, step: int, dtype: torch.dtype, device: Any,
+         requires_grad: bool) -> torch.Tensor:  # fmt: skip
+    """prims.iota: start, start + step, ... (length of them), as aten.arange."""
+    return torch.arange(start, start + length * step, step, dtype=dtype, device=device,
+                        requires_grad=requires_grad)  # fmt: skip
+
+
+def rrelu_with_noise_functional(
+    x: torch.Tensor, noise: torch.Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+    training: bool = False, generator: Any = None,
+) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    """aten.rrelu_with_noise_functional -> (out, noise): negative x times a slope, the mean
+    (lower + upper) / 2 in eval mode; in training a uniform draw in [lower, upper) per
+    element (the slope, 1 for x >= 0, is the noise output). The draws are the simulator's,
+    so training results match eager in distribution."""
+    if generator is not None:
+        return NotImplemented
+    if not training:
+        return torch.where(x >= 0, x, x * ((lower + upper) / 2)), noise.clone()
+    slope = lower + (upper - lower) * torch.rand_like(x, dtype=torch.float32)
+    slope = torch.where(x >= 0, torch.ones_like(slope), slope).to(x.dtype)
+    return x * slope, slope.to(noise.dtype)
+
+
+# K per fp32 matmul of int8 values: |partial sums| <= 1024 * 128 * 128 = 2^24, exact in fp32.
+_INT_MM_CHUNK = 1024
+
+
+def int_mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """aten._int_mm: int8 [m, k] @ int8 [k, n] -> int32, exactly: fp32 matmuls over chunks
+    of k whose sums stay integers below 2^24, added in int32 (which wraps as eager's)."""
+    if a.dtype != torch.int8 or b.dtype != torch.int8 or a.dim() != 2 or b.dim() != 2:
+        return NotImplemented
+    total = None
+    for k0 in range(0, a.shape[1], _INT_MM_CHUNK):
+        part = torch.mm(a[:, k0 : k0 + _INT_MM_CHUNK].to(torch.float32),
+                        b[k0 : k0 + _INT_MM_CHUNK].to(torch.float32)).to(torch.int32)  # fmt: skip
+        total = part if total is None else total + part
+    if total is None:
+        return torch.zeros(a.shape[0], b.shape[1], dtype=torch.int32, device=a.device)
+    return total
+
+
+def randint(low: int, high: int, size: Any, *, dtype: torch.dtype | None = torch.int64,
+            layout: Any = None, device: Any = None, pin_memory: Any = None,
+            generator: Any = None) -> torch.Tensor:  # fmt: skip
+    """aten.randint.low: low + floor(u * (high - low)) for uniform fp32 u in [0, 1), below
+    high (u * range may round up to range). Ranges above 2^24 values would not be uniform
+    from 24-bit draws: not decomposed. The draws are the simulator's (eager's distribution)."""
+    span = high - low
+    if generator is not None or not 0 < span <= 2**24:
+        return NotImplemented
+    u = torch.rand(size, dtype=torch.float32, device=device)
+    offset = torch.clamp(torch.floor(u * span), max=span - 1)
+    return (offset + low).to(torch.int64 if dtype is None else dtype)
+
+
+def randint_high(high: int, size: Any, **kwargs: Any) -> torch.Tensor:
+    """aten.randint.default: randint.low from 0."""
+    return randint(0, high, size, **kwargs)
+
+
 NEURON_DECOMPOSITIONS = {
+    torch.ops.prims.iota.default: iota,
+    aten.rrelu_with_noise_functional.default: rrelu_with_noise_functional,
+    aten._int_mm.default: int_mm,
+    aten.randint.low: randint,
+    aten.randint.default: randint_high,
+    aten.std.correction: std,
+    aten.std_mean.correction: std_mean,
     aten.constant_pad_nd.default: constant_pad_nd,
     torch.ops.prims.convert_element_type.default: convert_element_type,
     aten.angle.default: angle,

@@ -221,6 +221,13 @@ BridgeRunResult runWithDLPack(const runtime::Program &program, const py::sequenc
     options.originCosts = &result.originCosts;
   if (!runOptions.collective.is_none())
     options.collective = pythonCollectiveHook(runOptions.collective);
+  // Ctrl-C stops a run: Python's signal handlers run here (main thread), and the
+  // KeyboardInterrupt they raise leaves the run as error_already_set.
+  options.poll = [] {
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0)
+      throw py::error_already_set();
+  };
   {
     py::gil_scoped_release release;
     result.stats = runtime::simulate(program, *target, inputPtrs, outputPtrs, options);

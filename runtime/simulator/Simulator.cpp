@@ -38,6 +38,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <climits>
 #include <cstring>
 #include <memory>
@@ -79,6 +80,41 @@ struct Step {
   int32_t bound = -1;
   DmaStep dma;
   ComputeStep compute;
+};
+
+/// The completion times of one queue's instances: the latest kKept of them (a
+/// run of many instances must not keep one each); the older ones are summed up by
+/// their maximum, which is all a wait for one of them needs where it cannot delay
+/// the waiting queue (Simulation::waitsSatisfied).
+class CompletionLog {
+public:
+  static constexpr int64_t kKept = int64_t(1) << 16;
+
+  void reserve(int64_t instances) {
+    times_.reserve(size_t(std::min(instances, kKept)));
+  }
+  void push(double t) {
+    if (int64_t(times_.size()) < kKept) {
+      times_.push_back(t);
+    } else {
+      double &slot = times_[size_t(count_ % kKept)];
+      evictedMax_ = std::max(evictedMax_, slot);
+      slot = t;
+    }
+    ++count_;
+  }
+  /// Instances completed so far.
+  int64_t size() const { return count_; }
+  /// Whether instance i (0-based, < size()) is still kept.
+  bool kept(int64_t i) const { return i >= count_ - int64_t(times_.size()); }
+  double at(int64_t i) const { return times_[size_t(i % kKept)]; }
+  /// The latest completion of the instances no longer kept.
+  double evictedMax() const { return evictedMax_; }
+
+private:
+  std::vector<double> times_; // instance i at i % kKept
+  int64_t count_ = 0;
+  double evictedMax_ = 0;
 };
 
 class Simulation {
@@ -138,7 +174,7 @@ private:
   std::vector<Instruction> bound_; // see Step::bound
   std::array<int64_t, kNumQueues> total_{}; // instances per queue
   int64_t totalInstances_ = 0;
-  std::array<std::vector<double>, kNumQueues> complete_; // completion times
+  std::array<CompletionLog, kNumQueues> complete_; // completion times
   std::array<double, kNumQueues> queueFree_{};
   double sbufPortFree_ = 0, psumPortFree_ = 0; // NC-v2 shared ports
   std::array<double, kNumEngines> engineBusy_{};
@@ -303,11 +339,22 @@ double Simulation::waitsSatisfied(size_t index, const Instruction &inst,
     if (value > total_[w.queue])
       throw deadlock("the queue has only " + std::to_string(total_[w.queue]) +
                      " instructions");
-    const auto &done = complete_[w.queue];
-    if (uint64_t(value) > done.size())
+    const CompletionLog &done = complete_[w.queue];
+    if (value > done.size())
       throw deadlock("only " + std::to_string(done.size()) +
                      " are issued before it in program order");
-    ready = std::max(ready, done[size_t(value) - 1]);
+    if (done.kept(value - 1)) {
+      ready = std::max(ready, done.at(value - 1));
+    } else if (!(done.evictedMax() < queueFree_[inst.queue])) {
+      // Completions this old only matter where the waiting queue would still be
+      // free before them; then the exact time is needed and no longer kept.
+      throw SimulationError(
+          "instruction " + std::to_string(index) + " (" + opcodeName(inst.opcode) +
+          ") waits for completion " + std::to_string(value) + " of queue " +
+          std::to_string(w.queue) + " (" + queueName(w.queue) + "), which has " +
+          std::to_string(done.size()) + ": the simulator keeps the times of the last " +
+          std::to_string(CompletionLog::kKept) + " of each queue");
+    }
   }
   return ready;
 }
@@ -454,7 +501,7 @@ void Simulation::issue(size_t index, const Step &s, const int64_t *iv) {
   }
 
   queueFree_[q] = end;
-  complete_[q].push_back(complete);
+  complete_[q].push(complete);
   stats_.queueBusyNs[q] += end - start;
   stats_.simNs = std::max(stats_.simNs, complete);
   if (coverage_ && !collective) // what other queues do beside collectives
@@ -486,7 +533,7 @@ void Simulation::retireDma() {
   // instructions left never start one again.
   double lowest = -1;
   for (int q = 0; q < kNumQueues; ++q)
-    if (engineOfQueue(q) == Engine::Dma && int64_t(complete_[q].size()) < total_[q])
+    if (engineOfQueue(q) == Engine::Dma && complete_[q].size() < total_[q])
       lowest = lowest < 0 ? queueFree_[q] : std::min(lowest, queueFree_[q]);
   if (lowest > 0) {
     hbm_.prune(lowest);
@@ -564,6 +611,9 @@ RunStats Simulation::run(const std::vector<const void *> &inputs,
   // each is prepared (and checked) exactly where an unrolled run would first
   // reach it.
   uint64_t instances = 0;
+  // The clock is read every 64 instances, the poll called every kPollIntervalMs.
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point nextPoll = Clock::now() + std::chrono::milliseconds(kPollIntervalMs);
   for (LoopWalker w(prog_.loops, insts.size()); !w.done(); w.next()) {
     const size_t i = w.pc();
     if (w.depth() == 0)
@@ -571,6 +621,10 @@ RunStats Simulation::run(const std::vector<const void *> &inputs,
     else
       issue(i, loopStep(i, w), w.iv());
     ++instances;
+    if (opts_.poll && (instances & 63) == 0 && Clock::now() >= nextPoll) {
+      opts_.poll();
+      nextPoll = Clock::now() + std::chrono::milliseconds(kPollIntervalMs);
+    }
   }
   stats_.instructions = instances;
   finish();

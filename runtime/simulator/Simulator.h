@@ -85,7 +85,13 @@ struct RunOptions {
   CollectiveHook collective;
   /// Keys the numbers of Random instructions: the same seed, the same numbers.
   uint64_t seed = 0;
+  /// If set, called from the run loop about every kPollIntervalMs of wall time; it
+  /// may throw to stop the run (the Python bridge raises KeyboardInterrupt on Ctrl-C).
+  std::function<void()> poll;
 };
+
+/// Wall time between two RunOptions::poll calls.
+constexpr int kPollIntervalMs = 50;
 
 struct RunStats {
   double simNs = 0;               // simulated device time

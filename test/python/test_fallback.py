@@ -3,7 +3,8 @@
 The op left unsupported on purpose is the tangent of a complex tensor (the complex lowering has no
 rule for it: it stays complex64, the FFT before it runs on the simulator), and
 aten.rrelu_with_noise_functional (F.rrelu in eval mode) for the importer's own diagnostic
-(its tensors have supported dtypes).
+(its tensors have supported dtypes): the importer does not lower it, and the backend's
+decomposition of it (neuronsim.decompositions) is left out of the table in these tests.
 """
 
 from __future__ import annotations
@@ -52,6 +53,15 @@ class TwoUnsupported(torch.nn.Module):
         y = torch.tan(torch.fft.rfft(x * 2.0))  # MARK_FFT2
         values = F.rrelu(x, training=False)[..., :3]  # MARK_RRELU
         return y.real[..., :3] + values
+
+
+@pytest.fixture(autouse=True)
+def _rrelu_not_decomposed(monkeypatch):
+    import neuronsim.backend
+
+    table = dict(neuronsim.backend._builtin_decompositions())
+    table.pop(torch.ops.aten.rrelu_with_noise_functional.default)
+    monkeypatch.setattr(neuronsim.backend, "_builtin_decompositions", lambda: table)
 
 
 def _compile(model, **options):

@@ -185,14 +185,25 @@ def test_unfold_and_as_strided_compile(monkeypatch):
     assert {"aten.unfold.default", "aten.as_strided.default"} <= seen
 
 
-def test_as_strided_of_a_transposed_view_is_unsupported():
-    """as_strided reads the storage: of a transposed view, that is not its row-major
-    elements, so the compiler does not take it (it runs on the CPU with fallback)."""
+def test_as_strided_of_a_transposed_view_reads_its_base():
+    """as_strided reads the storage: of a transposed view of a graph value, the value's
+    row-major elements (strided_views.py rewrites it to address the value)."""
 
     def f(x):
         return torch.as_strided((x * 2).t(), (3, 2), (1, 3)) + 1
 
     x = torch.randn(2, 3)
+    assert torch.equal(_compile(f)(x), f(x))
+
+
+def test_as_strided_of_a_transposed_input_is_unsupported():
+    """Of a graph input that is a transposed view, the storage is not the compiled graph's
+    (contiguous) input: the compiler does not take it (it runs on the CPU with fallback)."""
+
+    def f(x):
+        return torch.as_strided(x, (3, 2), (1, 3)) + 1
+
+    x = torch.randn(2, 3).t()
     with pytest.raises(NeuronCompileError, match="non-contiguous or offset view"):
         _compile(f)(x)
 

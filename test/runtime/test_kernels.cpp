@@ -159,8 +159,10 @@ TEST_CASE("activation special values follow torch", "[kernels]") {
   CHECK(runAct(ActFunc::Arctan, inf) == float(M_PI / 2));
   CHECK(runAct(ActFunc::Arctan, -inf) == float(-M_PI / 2));
   CHECK(runAct(ActFunc::Arctan, -1) == float(-M_PI / 4));
-  // The input is x * scale + bias: -0 * 1 + 0 is +0 (the importer keeps -0 by a select).
-  CHECK(!std::signbit(runAct(ActFunc::Arctan, -0.0f)));
+  // A bias of 0 is no bias: the input is -0 * 1, still -0 (arctan(-0) is -0, as torch).
+  CHECK(std::signbit(runAct(ActFunc::Arctan, -0.0f)));
+  CHECK(std::signbit(runAct(ActFunc::Neg, 0.0f)));
+  CHECK(runAct(ActFunc::Reciprocal, -0.0f) == -inf);
   CHECK(runAct(ActFunc::Arctan, 1) == float(M_PI / 4));
   CHECK(runAct(ActFunc::Relu, -0.5f) == 0);
   CHECK(runAct(ActFunc::Rsqrt, 0) == inf);

@@ -60,6 +60,9 @@ private:
   /// one of `inputs` when `o` is that value's last use and it was computed in the body
   /// (engines read and write a tile in place), else a new one.
   Value resultTile(Operation &o, ValueRange inputs, int64_t free, Type type);
+  /// Whether `o` is the last reader of v's tile: every user of v, and of the reshapes of
+  /// v that share its tile, comes before `o` in the body.
+  bool usedLastBy(Value v, Operation &o);
 
   TileEmitter &e;
   ntorch::FusionOp op;
@@ -141,12 +144,23 @@ Value FusionLowering::resultTile(Operation &o, ValueRange inputs, int64_t free, 
     if (!def || isa<ntorch::ConstantOp, ntorch::ReshapeOp>(def) || !tile || shared.contains(in) ||
         freeOf(tile) != free || cast<MemRefType>(tile.getType()).getElementType() != type)
       continue;
-    if (llvm::all_of(in.getUsers(), [&](Operation *user) {
-          return user == &o || user->isBeforeInBlock(&o);
-        }))
+    if (usedLastBy(in, o))
       return tile;
   }
   return newTile(free, type);
+}
+
+bool FusionLowering::usedLastBy(Value v, Operation &o) {
+  // A reshape's result is the same tile: its users read that tile too (a yielded reshape
+  // is stored after the body, so it is never before o).
+  return llvm::all_of(v.getUsers(), [&](Operation *user) {
+    if (user == &o)
+      return true;
+    if (!user->isBeforeInBlock(&o))
+      return false;
+    auto reshape = dyn_cast<ntorch::ReshapeOp>(user);
+    return !reshape || usedLastBy(reshape.getResult(), o);
+  });
 }
 
 /// A float -> float cast.

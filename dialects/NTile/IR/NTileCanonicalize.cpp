@@ -16,6 +16,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <cmath>
 #include <optional>
 
 using namespace mlir;
@@ -23,13 +24,18 @@ using namespace mlir;
 namespace neuron::ntile {
 namespace {
 
-/// y = x * scale + bias.
+/// y = x * scale + bias; `adds`: a step of it adds a constant, which may be +0 (-0 + 0
+/// is +0, while an activation's immediate bias of 0 is no bias: fn(x * scale)).
 struct Affine {
   double scale = 1.0, bias = 0.0;
+  bool adds = false;
   /// This step, then `next` (applied to its result).
   Affine then(const Affine &next) const {
-    return {scale * next.scale, bias * next.scale + next.bias};
+    return {scale * next.scale, bias * next.scale + next.bias, adds || next.adds};
   }
+  /// Whether one activation computes it exactly: not when its steps added constants
+  /// that sum to +0 (x + 0 makes -0 into +0; the activation would keep -0).
+  bool foldable() const { return !(adds && bias == 0.0 && !std::signbit(bias)); }
 };
 
 bool isFloatTile(Value v) { return isa<FloatType>(cast<MemRefType>(v.getType()).getElementType()); }
@@ -44,11 +50,11 @@ std::optional<Affine> affineOf(TensorScalarOp op) {
   double c = op.getScalar().convertToDouble();
   switch (op.getOp()) {
   case AluOp::mul:
-    return Affine{c, 0.0};
+    return Affine{c, 0.0, false};
   case AluOp::add:
-    return Affine{1.0, c};
+    return Affine{1.0, c, true};
   case AluOp::sub:
-    return op.getReverse() ? Affine{-1.0, c} : Affine{1.0, -c};
+    return op.getReverse() ? Affine{-1.0, c, true} : Affine{1.0, -c, true};
   default:
     return std::nullopt;
   }
@@ -76,8 +82,9 @@ std::optional<FirstStep> firstStepOf(Operation *op, Value source, Value target) 
     if (act.getFn() != ActFunc::identity || act.getTarget() != source || hasTiles(act) ||
         !isFloatTile(act.getSource()))
       return std::nullopt;
+    double bias = act.getBias().convertToDouble();
     return FirstStep{prev, act.getSource(),
-                     Affine{act.getScale().convertToDouble(), act.getBias().convertToDouble()}};
+                     Affine{act.getScale().convertToDouble(), bias, bias != 0.0}};
   }
   return std::nullopt;
 }
@@ -91,6 +98,8 @@ struct FoldAffineScalars : OpRewritePattern<TensorScalarOp> {
     if (!second || !first)
       return failure();
     Affine map = first->map.then(*second);
+    if (!map.foldable())
+      return failure();
     r.replaceOpWithNewOp<ActivationOp>(op, ActFuncAttr::get(r.getContext(), ActFunc::identity),
                                        first->source, op.getTarget(),
                                        r.getF64FloatAttr(map.scale), r.getF64FloatAttr(map.bias),
@@ -107,8 +116,10 @@ struct FoldAffineIntoActivation : OpRewritePattern<ActivationOp> {
     std::optional<FirstStep> first = firstStepOf(op, op.getSource(), op.getTarget());
     if (!first || hasTiles(op))
       return failure();
-    Affine map = first->map.then(
-        Affine{op.getScale().convertToDouble(), op.getBias().convertToDouble()});
+    double bias = op.getBias().convertToDouble();
+    Affine map = first->map.then(Affine{op.getScale().convertToDouble(), bias, bias != 0.0});
+    if (!map.foldable())
+      return failure();
     r.replaceOpWithNewOp<ActivationOp>(op, op.getFnAttr(), first->source, op.getTarget(),
                                        r.getF64FloatAttr(map.scale), r.getF64FloatAttr(map.bias),
                                        Value(), Value(), Value());

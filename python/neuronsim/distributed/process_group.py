@@ -11,7 +11,9 @@ to the receiver.
 from __future__ import annotations
 
 import datetime
+import itertools
 import os
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -39,12 +41,48 @@ def _done(result: Any) -> Any:
     return c10d._create_work_from_future(future)
 
 
-def _host(value: Any) -> Any:
+class _Staging:
+    """The host tensors gloo moves for one collective. Gloo reads and writes a tensor's
+    storage as if it were contiguous, so a non-contiguous tensor (a strided view) goes
+    through a contiguous copy; an output's copy is written back after the collective."""
+
+    def __init__(self) -> None:
+        self._write_back: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    def inputs(self, value: Any) -> Any:
+        """Host views of `value` (a tensor or nested lists of them) that gloo only reads."""
+        return self._map(value, output=False)
+
+    def outputs(self, value: Any) -> Any:
+        """Host views of `value` that gloo writes (or reads and writes)."""
+        return self._map(value, output=True)
+
+    def _map(self, value: Any, output: bool) -> Any:
+        if isinstance(value, torch.Tensor):
+            host = hbm.host_view(value)
+            if host.is_contiguous():
+                return host
+            staged = host.contiguous()
+            if output:
+                self._write_back.append((host, staged))
+            return staged
+        if isinstance(value, (list, tuple)):
+            return [self._map(v, output) for v in value]
+        return value
+
+    def finish(self) -> None:
+        for host, staged in self._write_back:
+            host.copy_(staged)
+        self._write_back.clear()
+
+
+def _describe(value: Any) -> str:
+    """dtype and shape of every tensor of `value`, e.g. 'float32[2, 3]'."""
     if isinstance(value, torch.Tensor):
-        return hbm.host_view(value)
+        return f"{str(value.dtype).removeprefix('torch.')}{list(value.shape)}"
     if isinstance(value, (list, tuple)):
-        return [_host(v) for v in value]
-    return value
+        return "(" + ", ".join(_describe(v) for v in value) + ")"
+    return repr(value)
 
 
 def _nbytes(value: Any) -> int:
@@ -66,6 +104,8 @@ class NeuronProcessGroup(dist.ProcessGroup):
     ) -> None:
         super().__init__(rank, size)
         self._gloo = dist.ProcessGroupGloo(store, rank, size, timeout)
+        self._store = store
+        self._mismatches = itertools.count()
         self._global_ranks: list[int] | None = None
         self._topology: topology.Topology | None = None
         # Representative-rank mode: this one process stands for every rank of a world of
@@ -114,14 +154,26 @@ class NeuronProcessGroup(dist.ProcessGroup):
             )
         return self._topology
 
-    def timed(self, kind: str, nbytes: int, run: Callable[[], Any], issued: float) -> float:
+    def timed(
+        self, kind: str, nbytes: int, run: Callable[[], Any], issued: float,
+        layout: str | None = None,
+    ) -> float:  # fmt: skip
         """Runs a collective that this rank reaches at simulated time `issued` (ns on its
         device clock): the ranks agree on the latest of their arrival times, `run` moves
         the data through gloo, and the collective's modeled time passes. Returns when it
-        completes on this rank (the device clock is not advanced)."""
-        clocks = torch.tensor([issued], dtype=torch.float64)
+        completes on this rank (the device clock is not advanced).
+
+        `layout` (the dtypes and shapes of this rank's tensors) must be the same on every
+        rank: where it is not, every rank raises ValueError before gloo sees the tensors
+        (gloo aborts the process on a size mismatch)."""
+        signature = zlib.crc32(layout.encode()) if layout is not None else 0
+        # [clock, signature, -signature]: one MAX all-reduce gives the latest clock and
+        # tells whether the signatures agree (max == min).
+        clocks = torch.tensor([issued, signature, -signature], dtype=torch.float64)
         self._gloo.allreduce([clocks], _MAX).wait()
-        start = float(clocks.item())
+        start = float(clocks[0].item())
+        if clocks[1].item() != -clocks[2].item():
+            self._raise_layout_mismatch(kind, layout or "")
         works = run()
         for work in works if isinstance(works, list) else [works]:
             work.wait()
@@ -129,10 +181,30 @@ class NeuronProcessGroup(dist.ProcessGroup):
         record.collective(kind, nbytes, self.size(), issued, start, start + cost)
         return start + cost
 
-    def _collective(self, kind: str, nbytes: int, run: Callable[[], Any], result: Any) -> Any:
+    def _raise_layout_mismatch(self, kind: str, layout: str) -> None:
+        """Every rank is here (the signatures they all-reduced differ): they exchange
+        their layouts through the store and raise the same error."""
+        store = self._store
+        key = f"neuronsim/layout/{next(self._mismatches)}"
+        store.set(f"{key}/{self.rank()}", layout)
+        layouts = [store.get(f"{key}/{r}").decode() for r in range(self.size())]
+        ranks = "; ".join(f"rank {r}: {text}" for r, text in enumerate(layouts))
+        raise ValueError(
+            f"{kind}: every rank must pass tensors of the same dtypes and shapes, got {ranks}"
+        )
+
+    def _collective(
+        self, kind: str, nbytes: int, run: Callable[[_Staging], Any], result: Any,
+        layout: Any = None,
+    ) -> Any:  # fmt: skip
+        """Runs run(staging) (the gloo collective on staged host tensors) timed; `layout`,
+        when given, are the tensors whose dtypes and shapes every rank must agree on."""
         device = torch.neuron.current_device()
         issued = torch.neuron.simulated_time_ns(device)
-        end = self.timed(kind, nbytes, run, issued)
+        staging = _Staging()
+        described = _describe(layout) if layout is not None else None
+        end = self.timed(kind, nbytes, lambda: run(staging), issued, described)
+        staging.finish()
         hbm.advance_clock(device, end - issued)
         return _done(result)
 
@@ -142,35 +214,39 @@ class NeuronProcessGroup(dist.ProcessGroup):
         return self._gloo
 
     # --- collectives --------------------------------------------------------------------------
+    # Each runs on staged host tensors (s.inputs / s.outputs); the last argument of
+    # _collective, where given, is what every rank must pass alike.
 
     def allreduce(self, tensors, opts=c10d.AllreduceOptions()):  # noqa: B008
         return self._collective(
             topology.ALL_REDUCE, _nbytes(tensors),
-            lambda: self._gloo.allreduce(_host(tensors), opts), tensors,
+            lambda s: self._gloo.allreduce(s.outputs(tensors), opts), tensors, tensors,
         )  # fmt: skip
 
     def allreduce_coalesced(self, tensors, opts=c10d.AllreduceCoalescedOptions()):  # noqa: B008
         return self._collective(
             topology.ALL_REDUCE, _nbytes(tensors),
-            lambda: self._gloo.allreduce_coalesced(_host(tensors), opts), tensors,
+            lambda s: self._gloo.allreduce_coalesced(s.outputs(tensors), opts), tensors, tensors,
         )  # fmt: skip
 
     def broadcast(self, tensors, opts=c10d.BroadcastOptions()):  # noqa: B008
         return self._collective(
             topology.BROADCAST, _nbytes(tensors),
-            lambda: self._gloo.broadcast(_host(tensors), opts), tensors,
+            lambda s: self._gloo.broadcast(s.outputs(tensors), opts), tensors, tensors,
         )  # fmt: skip
 
     def allgather(self, outputs, inputs, opts=c10d.AllgatherOptions()):  # noqa: B008
         return self._collective(
             topology.ALL_GATHER, _nbytes(outputs),
-            lambda: self._gloo.allgather(_host(outputs), _host(inputs), opts), outputs,
+            lambda s: self._gloo.allgather(s.outputs(outputs), s.inputs(inputs), opts), outputs,
+            (outputs, inputs),
         )  # fmt: skip
 
     def all_gather_single(self, output, input, opts=c10d.AllgatherOptions()):  # noqa: A002, B008
         return self._collective(
             topology.ALL_GATHER, _nbytes(output),
-            lambda: self._gloo._allgather_base(_host(output), _host(input), opts), output,
+            lambda s: self._gloo._allgather_base(s.outputs(output), s.inputs(input), opts),
+            output, (output, input),
         )  # fmt: skip
 
     _allgather_base = all_gather_single  # the older name
@@ -178,11 +254,11 @@ class NeuronProcessGroup(dist.ProcessGroup):
     def all_gather_single_coalesced(self, outputs, inputs, opts=c10d.AllgatherOptions()):  # noqa: B008
         return self._collective(
             topology.ALL_GATHER, _nbytes(outputs),
-            lambda: [
-                self._gloo._allgather_base(_host(o), _host(i), opts)
+            lambda s: [
+                self._gloo._allgather_base(s.outputs(o), s.inputs(i), opts)
                 for o, i in zip(outputs, inputs, strict=True)
             ],
-            outputs,
+            outputs, (outputs, inputs),
         )  # fmt: skip
 
     allgather_into_tensor_coalesced = all_gather_single_coalesced  # the older name
@@ -190,20 +266,24 @@ class NeuronProcessGroup(dist.ProcessGroup):
     def allgather_coalesced(self, output_lists, inputs, opts=c10d.AllgatherOptions()):  # noqa: B008
         return self._collective(
             topology.ALL_GATHER, _nbytes(output_lists),
-            lambda: self._gloo.allgather_coalesced(_host(output_lists), _host(inputs), opts),
-            output_lists,
+            lambda s: self._gloo.allgather_coalesced(
+                s.outputs(output_lists), s.inputs(inputs), opts
+            ),
+            output_lists, (output_lists, inputs),
         )  # fmt: skip
 
     def reduce_scatter(self, outputs, inputs, opts=c10d.ReduceScatterOptions()):  # noqa: B008
         return self._collective(
             topology.REDUCE_SCATTER, _nbytes(inputs),
-            lambda: self._gloo.reduce_scatter(_host(outputs), _host(inputs), opts), outputs,
+            lambda s: self._gloo.reduce_scatter(s.outputs(outputs), s.inputs(inputs), opts),
+            outputs, (outputs, inputs),
         )  # fmt: skip
 
     def reduce_scatter_single(self, output, input, opts=c10d.ReduceScatterOptions()):  # noqa: A002, B008
         return self._collective(
             topology.REDUCE_SCATTER, _nbytes(input),
-            lambda: self._gloo._reduce_scatter_base(_host(output), _host(input), opts), output,
+            lambda s: self._gloo._reduce_scatter_base(s.outputs(output), s.inputs(input), opts),
+            output, (output, input),
         )  # fmt: skip
 
     _reduce_scatter_base = reduce_scatter_single  # the older name
@@ -211,20 +291,21 @@ class NeuronProcessGroup(dist.ProcessGroup):
     def reduce_scatter_single_coalesced(self, outputs, inputs, opts=c10d.ReduceScatterOptions()):  # noqa: B008
         return self._collective(
             topology.REDUCE_SCATTER, _nbytes(inputs),
-            lambda: [
-                self._gloo._reduce_scatter_base(_host(o), _host(i), opts)
+            lambda s: [
+                self._gloo._reduce_scatter_base(s.outputs(o), s.inputs(i), opts)
                 for o, i in zip(outputs, inputs, strict=True)
             ],
-            outputs,
+            outputs, (outputs, inputs),
         )  # fmt: skip
 
     reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced  # the older name
 
+    # The shapes of all-to-all (its splits), gather and scatter (their root) may differ.
     def all_to_all_single(self, output, input, output_splits, input_splits, opts=c10d.AllToAllOptions()):  # noqa: A002, B008, E501
         return self._collective(
             topology.ALL_TO_ALL, _nbytes(input),
-            lambda: self._gloo.alltoall_base(
-                _host(output), _host(input), output_splits, input_splits, opts
+            lambda s: self._gloo.alltoall_base(
+                s.outputs(output), s.inputs(input), output_splits, input_splits, opts
             ),
             output,
         )  # fmt: skip
@@ -234,29 +315,29 @@ class NeuronProcessGroup(dist.ProcessGroup):
     def alltoall(self, outputs, inputs, opts=c10d.AllToAllOptions()):  # noqa: B008
         return self._collective(
             topology.ALL_TO_ALL, _nbytes(inputs),
-            lambda: self._gloo.alltoall(_host(outputs), _host(inputs), opts), outputs,
+            lambda s: self._gloo.alltoall(s.outputs(outputs), s.inputs(inputs), opts), outputs,
         )  # fmt: skip
 
     def gather(self, outputs, inputs, opts=c10d.GatherOptions()):  # noqa: B008
         return self._collective(
             topology.ALL_GATHER, _nbytes(inputs) * self.size(),
-            lambda: self._gloo.gather(_host(outputs), _host(inputs), opts), outputs,
+            lambda s: self._gloo.gather(s.outputs(outputs), s.inputs(inputs), opts), outputs,
         )  # fmt: skip
 
     def scatter(self, outputs, inputs, opts=c10d.ScatterOptions()):  # noqa: B008
         return self._collective(
             topology.ALL_GATHER, _nbytes(outputs) * self.size(),
-            lambda: self._gloo.scatter(_host(outputs), _host(inputs), opts), outputs,
+            lambda s: self._gloo.scatter(s.outputs(outputs), s.inputs(inputs), opts), outputs,
         )  # fmt: skip
 
     def reduce(self, tensors, opts=c10d.ReduceOptions()):  # noqa: B008
         return self._collective(
             topology.ALL_REDUCE, _nbytes(tensors),
-            lambda: self._gloo.reduce(_host(tensors), opts), tensors,
+            lambda s: self._gloo.reduce(s.outputs(tensors), opts), tensors, tensors,
         )  # fmt: skip
 
     def barrier(self, opts=c10d.BarrierOptions()):  # noqa: B008
-        return self._collective(topology.BARRIER, 0, lambda: self._gloo.barrier(opts), None)
+        return self._collective(topology.BARRIER, 0, lambda s: self._gloo.barrier(opts), None)
 
     # --- point to point: the receiver's clock waits for the sender's -------------------------
 
@@ -264,7 +345,7 @@ class NeuronProcessGroup(dist.ProcessGroup):
         device = torch.neuron.current_device()
         issued = torch.neuron.simulated_time_ns(device)
         self._gloo.send([torch.tensor([issued], dtype=torch.float64)], dst, tag).wait()
-        self._gloo.send(_host(tensors), dst, tag).wait()
+        self._gloo.send(_Staging().inputs(tensors), dst, tag).wait()
         nbytes = _nbytes(tensors)
         cost = self._pair_ns(nbytes, dst)
         hbm.advance_clock(device, cost)
@@ -276,7 +357,9 @@ class NeuronProcessGroup(dist.ProcessGroup):
         issued = torch.neuron.simulated_time_ns(device)
         sent = torch.zeros(1, dtype=torch.float64)
         self._gloo.recv([sent], src, tag).wait()
-        self._gloo.recv(_host(tensors), src, tag).wait()
+        staging = _Staging()
+        self._gloo.recv(staging.outputs(tensors), src, tag).wait()
+        staging.finish()
         nbytes = _nbytes(tensors)
         start = max(issued, float(sent.item()))
         cost = self._pair_ns(nbytes, src)

@@ -373,7 +373,7 @@ void Executor::elementwise(const Instruction &inst, const InstrShape &shape) {
       gather(s0, a, n);
       withActFunc<T>(inst.func, [&](auto f) {
         for (int64_t i = 0; i < n; ++i)
-          o[i] = f(a[i] * imm0 + imm1);
+          o[i] = f(imm1 == T(0) ? a[i] * imm0 : a[i] * imm0 + imm1); // bias 0: none (-0 kept)
       });
       break;
     case Opcode::TensorTensor:

@@ -19,12 +19,20 @@ using vm::vf8;
 
 namespace {
 
-/// out[i] = f(in[i] * scale + bias), a vector V at a time, then the tail.
+/// out[i] = f(in[i] * scale + bias), a vector V at a time, then the tail. A bias
+/// of 0 is no bias: f(in[i] * scale), which keeps -0 (-0 + 0 would be +0).
 template <class V, class F>
 NEURON_AI void mapUnary(const float *in, float *out, int64_t n, float scale,
                         float bias, F f) {
   constexpr int lanes = int(sizeof(V) / sizeof(float));
   int64_t i = 0;
+  if (bias == 0.0f) {
+    for (; i + lanes <= n; i += lanes)
+      vm::storeV(out + i, f(vm::loadV<V>(in + i) * scale));
+    for (; i < n; ++i)
+      out[i] = f(in[i] * scale);
+    return;
+  }
   for (; i + lanes <= n; i += lanes)
     vm::storeV(out + i, f(vm::loadV<V>(in + i) * scale + bias));
   for (; i < n; ++i)
@@ -79,10 +87,15 @@ NEURON_AI void mapUnaryGuarded(const float *in, float *out, int64_t n,
     mapUnary<V>(in, out, n, scale, bias, safe);
 }
 
-/// Scalar-only functions (libm): no vector form.
+/// Scalar-only functions (libm): no vector form. A bias of 0 is no bias.
 template <class F>
 NEURON_AI void mapUnaryScalar(const float *in, float *out, int64_t n,
                               float scale, float bias, F f) {
+  if (bias == 0.0f) {
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = f(in[i] * scale);
+    return;
+  }
   for (int64_t i = 0; i < n; ++i)
     out[i] = f(in[i] * scale + bias);
 }

@@ -158,13 +158,6 @@ Values leakyRelu(NodeContext &ctx) {
   return {ctx.b.create<nt::SelectOp>(ctx.loc, ctx.resultType(), positive, x, scaled)};
 }
 
-Values log1p(NodeContext &ctx) {
-  return {ctx.unary(UnaryFn::log, ctx.binaryScalar(BinaryFn::add, ctx.tensor(0), 1.0))};
-}
-
-Values expm1(NodeContext &ctx) {
-  return {ctx.binaryScalar(BinaryFn::sub, ctx.unary(UnaryFn::exp, ctx.tensor(0)), 1.0)};
-}
 
 Values logicalNot(NodeContext &ctx) {
   return {ctx.binaryScalar(BinaryFn::eq, ctx.tensor(0), 0.0)};
@@ -280,6 +273,35 @@ static Values resultOf(NodeContext &ctx, Value y) {
   return {ctx.castTo(y, ctx.resultType().getElementType())};
 }
 
+/// log1p(x) accurate for small x (Goldberg's trick): u = 1 + x rounded; x itself where u is 1
+/// (tiny x and +-0 keep their value and sign, as eager), else log(u) * x / (u - 1); log(u) at
+/// u = +inf (x = +inf), where the ratio would be inf / inf.
+static Value log1pOf(NodeContext &ctx, Value x) {
+  Value u = ctx.binaryScalar(BinaryFn::add, x, 1.0);
+  Value ratio = ctx.binary(BinaryFn::div, ctx.binary(BinaryFn::mul, ctx.unary(UnaryFn::log, u), x),
+                           ctx.binaryScalar(BinaryFn::sub, u, 1.0));
+  Value inf = ctx.binaryScalar(BinaryFn::eq, u, std::numeric_limits<double>::infinity());
+  return selectOf(ctx, ctx.binaryScalar(BinaryFn::eq, u, 1.0), x,
+                  selectOf(ctx, inf, u, ratio));
+}
+Values log1p(NodeContext &ctx) { return resultOf(ctx, log1pOf(ctx, operandF32(ctx))); }
+
+/// expm1(x) accurate for small x (Kahan's trick): u = e^x rounded; x itself where u is 1 (tiny
+/// x and +-0, sign kept), -1 where u is 0, u where u is +inf, else (u - 1) * x / log(u).
+static Value expm1Of(NodeContext &ctx, Value x) {
+  Value u = ctx.unary(UnaryFn::exp, x);
+  Value um1 = ctx.binaryScalar(BinaryFn::sub, u, 1.0);
+  Value ratio = ctx.binary(BinaryFn::div, ctx.binary(BinaryFn::mul, um1, x),
+                           ctx.unary(UnaryFn::log, u));
+  Value edge = selectOf(ctx, ctx.binaryScalar(BinaryFn::eq, u, 0.0), um1, u); // -1 or +inf
+  Value finite = ctx.binaryScalar(BinaryFn::lt, u, std::numeric_limits<double>::infinity());
+  Value general = selectOf(ctx, ctx.binary(BinaryFn::And, finite,
+                                           ctx.binaryScalar(BinaryFn::gt, u, 0.0)),
+                           ratio, edge);
+  return selectOf(ctx, ctx.binaryScalar(BinaryFn::eq, u, 1.0), x, general);
+}
+Values expm1(NodeContext &ctx) { return resultOf(ctx, expm1Of(ctx, operandF32(ctx))); }
+
 /// exp2(x) = pow(2, x).
 Values exp2Op(NodeContext &ctx) {
   return resultOf(ctx, ctx.binary(BinaryFn::pow, ctx.scalar(ctx.b.getF32Type(), 2.0),
@@ -306,13 +328,26 @@ Values erfcOp(NodeContext &ctx) {
 }
 
 /// sinh(x) = (exp(x) - exp(-x)) / 2; cosh(x) = (exp(x) + exp(-x)) / 2.
-template <BinaryFn Combine> static Values hyperbolic(NodeContext &ctx) {
-  Value x = operandF32(ctx);
+template <BinaryFn Combine> static Value hyperbolic(NodeContext &ctx, Value x) {
   Value e = ctx.unary(UnaryFn::exp, x), f = ctx.unary(UnaryFn::exp, ctx.unary(UnaryFn::neg, x));
-  return resultOf(ctx, ctx.binaryScalar(BinaryFn::mul, ctx.binary(Combine, e, f), 0.5));
+  return ctx.binaryScalar(BinaryFn::mul, ctx.binary(Combine, e, f), 0.5);
 }
-Values sinhOp(NodeContext &ctx) { return hyperbolic<BinaryFn::sub>(ctx); }
-Values coshOp(NodeContext &ctx) { return hyperbolic<BinaryFn::add>(ctx); }
+/// sinh: for |x| < 1, (m + m / (m + 1)) / 2 with m = expm1(x), accurate near 0 (x itself for
+/// tiny x, -0 kept), where e^x - e^-x cancels; the exponentials beyond.
+Values sinhOp(NodeContext &ctx) {
+  Value x = operandF32(ctx);
+  Value m = expm1Of(ctx, x);
+  Value small = ctx.binaryScalar(
+      BinaryFn::mul,
+      ctx.binary(BinaryFn::add, m,
+                 ctx.binary(BinaryFn::div, m, ctx.binaryScalar(BinaryFn::add, m, 1.0))),
+      0.5);
+  Value near0 = ctx.binaryScalar(BinaryFn::lt, ctx.unary(UnaryFn::abs, x), 1.0);
+  return resultOf(ctx, selectOf(ctx, near0, small, hyperbolic<BinaryFn::sub>(ctx, x)));
+}
+Values coshOp(NodeContext &ctx) {
+  return resultOf(ctx, hyperbolic<BinaryFn::add>(ctx, operandF32(ctx)));
+}
 
 /// tan(x) = sin(x) / cos(x).
 Values tanOp(NodeContext &ctx) {

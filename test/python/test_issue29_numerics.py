@@ -173,3 +173,14 @@ def test_max_pool3d_backward_scatters_to_any_index(batch):
     fn = lambda g, x, i: op(g, x, [2, 2, 2], [2, 2, 2], [0, 0, 0], [1, 1, 1], False, i)  # noqa: E731
     torch.testing.assert_close(run_on_simulator(fn, grad, x, idx), fn(grad, x, idx),
                                rtol=1e-6, atol=1e-6)  # fmt: skip
+
+
+@pytest.mark.parametrize("fn", [torch.tanh, torch.sinh, torch.expm1, torch.log1p],
+                         ids=["tanh", "sinh", "expm1", "log1p"])
+def test_odd_at_zero_functions_keep_tiny_values_and_negative_zero(fn):
+    # tanh(-0), sinh(-0), expm1(-0), log1p(-0) are -0 in eager, and tiny x maps to x; the
+    # simulator gave +0 for both (log(1 + x) and exp(x) - 1 lose x below fp32's epsilon).
+    x = torch.tensor([-0.0, 0.0, -1e-30, 1e-20, -3e-8, 1e-10, 2e-6, -5e-5, 1e-3, -0.3, 0.7, 2.0])
+    got, want = run_on_simulator(fn, x), fn(x)
+    assert torch.equal(torch.signbit(got), torch.signbit(want))
+    torch.testing.assert_close(got, want, rtol=2e-6, atol=0)

@@ -234,7 +234,9 @@ template <class V> NEURON_AI V vtanh(V x) {
   p = p * z - 3.33332819422E-1f;
   const V small = p * z * x + x;
   const V big = copySign(1.0f - 2.0f / (vexp(a + a) + 1.0f), x);
-  return keepNaN(x, sel(a < 0.625f, small, big));
+  // Below 1e-4, tanh x rounds to x in fp32 (x^3 / 3 is under half an ulp): x itself, so -0
+  // stays -0 (the polynomial adds +0 to it).
+  return keepNaN(x, sel(a < 1e-4f, x, sel(a < 0.625f, small, big)));
 }
 
 /// 1 / (1 + e^-x), as e^x / (1 + e^x) for x < 0: no overflow, accurate

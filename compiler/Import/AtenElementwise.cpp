@@ -287,18 +287,16 @@ static Value log1pOf(NodeContext &ctx, Value x) {
 Values log1p(NodeContext &ctx) { return resultOf(ctx, log1pOf(ctx, operandF32(ctx))); }
 
 /// expm1(x) accurate for small x (Kahan's trick): u = e^x rounded; x itself where u is 1 (tiny
-/// x and +-0, sign kept), -1 where u is 0, u where u is +inf, else (u - 1) * x / log(u).
+/// x and +-0, sign kept), (u - 1) * x / log(u) for |x| < 1/2 (where u - 1 cancels), u - 1
+/// beyond (no cancellation there; the ratio would overflow or lose log(u) to a subnormal u).
 static Value expm1Of(NodeContext &ctx, Value x) {
   Value u = ctx.unary(UnaryFn::exp, x);
   Value um1 = ctx.binaryScalar(BinaryFn::sub, u, 1.0);
   Value ratio = ctx.binary(BinaryFn::div, ctx.binary(BinaryFn::mul, um1, x),
                            ctx.unary(UnaryFn::log, u));
-  Value edge = selectOf(ctx, ctx.binaryScalar(BinaryFn::eq, u, 0.0), um1, u); // -1 or +inf
-  Value finite = ctx.binaryScalar(BinaryFn::lt, u, std::numeric_limits<double>::infinity());
-  Value general = selectOf(ctx, ctx.binary(BinaryFn::And, finite,
-                                           ctx.binaryScalar(BinaryFn::gt, u, 0.0)),
-                           ratio, edge);
-  return selectOf(ctx, ctx.binaryScalar(BinaryFn::eq, u, 1.0), x, general);
+  Value near0 = ctx.binaryScalar(BinaryFn::lt, ctx.unary(UnaryFn::abs, x), 0.5);
+  return selectOf(ctx, ctx.binaryScalar(BinaryFn::eq, u, 1.0), x,
+                  selectOf(ctx, near0, ratio, um1));
 }
 Values expm1(NodeContext &ctx) { return resultOf(ctx, expm1Of(ctx, operandF32(ctx))); }
 

@@ -2,6 +2,7 @@
 // memsets (see Passes.td).
 #include "compiler/Passes.h"
 #include "dialects/NIsa/IR/NIsaOps.h"
+#include "runtime/program/Target.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -36,16 +37,11 @@ std::optional<double> splatValue(nisa::BufferOp buffer) {
   return double(i);
 }
 
-/// Whether a compute engine may write `ap`: runtime/HARDWARE.md's partition start rule (more
-/// than 64 partitions start at 0; 33-64 at 0 or 64; up to 32 at a multiple of 32).
+/// Whether a compute engine may write `ap`: the partition start rule (runtime/program/Target.h).
 bool computeEnginesMayWrite(nisa::AccessPatternAttr ap) {
-  const int64_t start = ap.getIndex(), parts = ap.getSize(0);
+  const int64_t parts = ap.getSize(0);
   const int64_t span = parts > 1 ? (parts - 1) * ap.getStride(0) + 1 : 1;
-  if (span > 64)
-    return start == 0;
-  if (span > 32)
-    return start == 0 || start == 64;
-  return start % 32 == 0;
+  return runtime::partitionStartProblem(ap.getIndex(), span) == nullptr;
 }
 
 struct NeuronConstantFillsPass : impl::NeuronConstantFillsBase<NeuronConstantFillsPass> {

@@ -183,6 +183,16 @@ const std::vector<Target> &allTargets() {
 
 } // namespace
 
+const char *partitionStartProblem(int64_t start, int64_t span) {
+  if (span > 64 && start != 0)
+    return "tiles of more than 64 partitions must start at partition 0";
+  if (span > 32 && span <= 64 && start != 0 && start != 64)
+    return "tiles of 33-64 partitions must start at partition 0 or 64";
+  if (span <= 32 && start % 32 != 0)
+    return "tiles of at most 32 partitions must start at partition 0, 32, 64 or 96";
+  return nullptr;
+}
+
 const Target *findTarget(const std::string &name) {
   for (const Target &t : allTargets())
     if (t.name == name)

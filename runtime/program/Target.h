@@ -3,6 +3,7 @@
 
 #include "runtime/program/Isa.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,10 @@ struct Target {
   double nodeLinkLatencyNs = 0;   // per ring step over EFA
   bool sharedSbufPsumPorts = false; // NC-v2: Vector/GpSimd share SBUF, Vector/Scalar share PSUM
 };
+
+/// The partition start rule of the compute engines (HARDWARE.md, Memory layout rules) that a
+/// tile of `span` partitions from partition `start` breaks, or nullptr if it holds.
+const char *partitionStartProblem(int64_t start, int64_t span);
 
 /// The target named `name`, or nullptr if unknown.
 const Target *findTarget(const std::string &name);

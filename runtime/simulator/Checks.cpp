@@ -150,6 +150,7 @@ private:
   InstrShape checkTranspose();
   InstrShape checkOperands();
   void expectFloats() const;
+  void expectPerPartition(int src, const std::string &what) const;
   void expectTile(const ApFacts &f, int src, int64_t partitions, int64_t freeElems) const;
 
   const Program &prog_;
@@ -365,15 +366,7 @@ ApFacts Checker::checkAp(const AccessPattern &ap, int src, bool compute) {
          std::to_string(tgt_.partitions) + " partitions" + where());
   if (compute) {
     const int64_t span = last - start + 1;
-    const char *rule = nullptr;
-    if (span > 64 && start != 0)
-      rule = "tiles of more than 64 partitions must start at partition 0";
-    else if (span > 32 && span <= 64 && start != 0 && start != 64)
-      rule = "tiles of 33-64 partitions must start at partition 0 or 64";
-    else if (span <= 32 && start % 32 != 0)
-      rule = "tiles of at most 32 partitions must start at partition 0, 32, "
-             "64 or 96";
-    if (rule)
+    if (const char *rule = partitionStartProblem(start, span))
       fail(std::string(spaceName(ap.space)) + " access spanning " +
            std::to_string(span) + " partitions starts at partition " +
            std::to_string(start) + "; " + rule + where());
@@ -581,11 +574,7 @@ InstrShape Checker::checkCompute() {
     if (inst_.opcode == Opcode::Activation && i > 0) {
       // A per-partition scale or bias: one value per partition, read along the row.
       expectSameShape(d, s, int(i));
-      for (size_t k = 1; k < inst_.srcs[i].dims.size(); ++k)
-        if (inst_.srcs[i].dims[k][1] > 1 && inst_.srcs[i].dims[k][0] != 0)
-          fail(operandName(int(i)) + " is a per-partition " +
-               (i == 1 && inst_.scaleTile ? "scale" : "bias") +
-               ": its free dims must have stride 0");
+      expectPerPartition(int(i), i == 1 && inst_.scaleTile ? "scale" : "bias");
       continue;
     }
     if (inst_.opcode != Opcode::TensorReduce) {
@@ -612,6 +601,14 @@ InstrShape Checker::checkCompute() {
     sh.freeElems = s.freeElems;
   }
   return sh;
+}
+
+/// srcs[src] holds one value per partition, read along the row: its free dims have stride 0.
+void Checker::expectPerPartition(int src, const std::string &what) const {
+  const auto &dims = inst_.srcs[size_t(src)].dims;
+  for (size_t k = 1; k < dims.size(); ++k)
+    if (dims[k][1] > 1 && dims[k][0] != 0)
+      fail(operandName(src) + " is a per-partition " + what + ": its free dims must have stride 0");
 }
 
 void Checker::expectFloats() const {
@@ -678,9 +675,7 @@ InstrShape Checker::checkIsaCompute() {
   // partition), as activation's scale and bias tiles.
   auto perPartitionScalar = [&](size_t i) {
     expectSameShape(d, s[i], int(i));
-    for (size_t k = 1; k < inst_.srcs[i].dims.size(); ++k)
-      if (inst_.srcs[i].dims[k][1] > 1 && inst_.srcs[i].dims[k][0] != 0)
-        fail(operandName(int(i)) + " is a per-partition scalar: its free dims must have stride 0");
+    expectPerPartition(int(i), "scalar");
   };
   switch (op) {
   case Opcode::TensorScalar:

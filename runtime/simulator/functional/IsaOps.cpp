@@ -197,21 +197,21 @@ void max8(Memory &mem, const Instruction &inst) {
   store(mem, inst.dst, out);
 }
 
+/// The index of the first of `n` values equal to `want` (NaN matches NaN), or -1.
+int64_t firstEqual(const float *values, int64_t n, float want) {
+  for (int64_t i = 0; i < n; ++i)
+    if (values[i] == want || (values[i] != values[i] && want != want))
+      return i;
+  return -1;
+}
+
 void findIndex8(Memory &mem, const Instruction &inst) {
   const std::vector<float> x = load<float>(mem, inst.srcs[0]), v = load<float>(mem, inst.srcs[1]);
   const int64_t parts = partitionsOf(inst.srcs[0]), n = int64_t(x.size()) / parts;
-  std::vector<int64_t> out(size_t(parts * 8), -1);
+  std::vector<int64_t> out(size_t(parts * 8));
   for (int64_t p = 0; p < parts; ++p)
-    for (int64_t k = 0; k < 8; ++k) {
-      const float want = v[size_t(p * 8 + k)];
-      for (int64_t i = 0; i < n; ++i) {
-        const float got = x[size_t(p * n + i)];
-        if (got == want || (got != got && want != want)) {
-          out[size_t(p * 8 + k)] = i;
-          break;
-        }
-      }
-    }
+    for (int64_t k = 0; k < 8; ++k)
+      out[size_t(p * 8 + k)] = firstEqual(&x[size_t(p * n)], n, v[size_t(p * 8 + k)]);
   store(mem, inst.dst, out);
 }
 
@@ -219,18 +219,10 @@ void matchReplace8(Memory &mem, const Instruction &inst) {
   std::vector<float> x = load<float>(mem, inst.srcs[0]);
   const std::vector<float> v = load<float>(mem, inst.srcs[1]);
   const int64_t parts = partitionsOf(inst.srcs[0]), n = int64_t(x.size()) / parts;
-  const float replacement = float(inst.imm[0]);
   for (int64_t p = 0; p < parts; ++p)
-    for (int64_t k = 0; k < 8; ++k) {
-      const float want = v[size_t(p * 8 + k)];
-      for (int64_t i = 0; i < n; ++i) {
-        float &got = x[size_t(p * n + i)];
-        if (got == want || (got != got && want != want)) {
-          got = replacement;
-          break;
-        }
-      }
-    }
+    for (int64_t k = 0; k < 8; ++k)
+      if (int64_t i = firstEqual(&x[size_t(p * n)], n, v[size_t(p * 8 + k)]); i >= 0)
+        x[size_t(p * n + i)] = float(inst.imm[0]);
   store(mem, inst.dst, x);
 }
 

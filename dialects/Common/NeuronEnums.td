@@ -7,7 +7,7 @@ include "mlir/IR/EnumAttr.td"
 // Scalar-engine functions and Vector/GpSimd ALU ops: the cases come from
 // runtime/program/IsaOperands.def (NeuronEnumCases.td is generated from it), so their values
 // are the runtime enums' values.
-include "dialects/Common/NeuronEnumCases.td"
+include "NeuronEnumCases.td"
 
 def Neuron_ActFunc : I32EnumAttr<"ActFunc", "Scalar-engine activation function",
                                  NeuronActFuncCases> {

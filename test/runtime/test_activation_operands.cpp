@@ -126,7 +126,11 @@ TEST_CASE("per-partition operands and row sums are checked", "[activation][check
     in.queue = kQueueVector;
     in.srcs.resize(2);
     in.accumulate = false;
-    CHECK_THAT(errorOf(p), Contains("only an activation has per-partition scale or bias"));
+    CHECK_THAT(errorOf(p), Contains("only an activation has a per-partition bias source"));
+    in.biasTile = false;
+    in.srcs.resize(2);
+    CHECK_THAT(errorOf(p), Contains("only activation, tensor_scalar and scalar_tensor_tensor "
+                                    "have a per-partition scalar source"));
   }
   SECTION("the sources must match the flags") {
     p.instructions[act].biasTile = false;

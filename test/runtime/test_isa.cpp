@@ -303,7 +303,7 @@ TEST_CASE("nc_transpose on the Tensor and Vector engines is bit-exact", "[isa]")
   }
 }
 
-TEST_CASE("dma_transpose moves HBM [rows, cols] into SBUF [cols, rows], trn2 and later",
+TEST_CASE("dma_transpose moves HBM rows x cols into SBUF cols x rows, trn2 and later",
           "[isa]") {
   constexpr int64_t R = 48, C = 128;
   std::vector<int32_t> x(R * C);

@@ -42,7 +42,7 @@ std::vector<float> run(const Program &p, uint64_t seed) {
 
 } // namespace
 
-TEST_CASE("random numbers are uniform in [0, 1) and differ per tile", "[random]") {
+TEST_CASE("random numbers are uniform in 0 <= u < 1 and differ per tile", "[random]") {
   const std::vector<float> y = run(fourTiles(), 42);
   double sum = 0, sq = 0;
   for (float v : y) {

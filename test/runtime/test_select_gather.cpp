@@ -73,7 +73,7 @@ constexpr int64_t kX = 0, kC = 8192, kA = 16384, kB = 24576, kY = 65536;
 
 } // namespace
 
-TEST_CASE("select picks srcs[1] where the condition is non-zero",
+TEST_CASE("select picks the second source where the condition is non-zero",
           "[select]") {
   for (int queue : {kQueueVector, kQueueGpSimd}) {
     for (DType condDt : {DType::Bool, DType::F32, DType::I32}) {
@@ -152,7 +152,7 @@ TEST_CASE("select on integer and bf16 values converts to dst", "[select]") {
   }
 }
 
-TEST_CASE("every compute instruction reads [P, 1] tiles with free stride 0",
+TEST_CASE("every compute instruction reads per-partition P x 1 tiles with free stride 0",
           "[broadcast]") {
   // The compiler's fusion reads a [P, 1] tile t as [[1, P], [0, F]].
   std::vector<float> x = randomFloats(P * F, 4, 0.5f, 2.0f);
@@ -467,7 +467,7 @@ TEST_CASE("select and dma_gather survive JSON and CBOR round trips",
   CHECK(fromCbor.instructions.back().srcs[1].dims[1][0] == 0);
 }
 
-TEST_CASE("tensor_reduce over the free dim into [P, 1] for every dtype",
+TEST_CASE("tensor_reduce over the free dim into P x 1 for every dtype",
           "[reduce]") {
   // Row reductions as the compiler emits them: [P, F] -> [P, 1], axes = 1.
   const int64_t f = 300;

@@ -206,6 +206,12 @@ LogicalResult Exporter::instruction(Operation *op) {
             inst.alu = alu(o.getOp());
             inst.imm[0] = o.getScalar().convertToDouble();
             inst.reverse = o.getReverse();
+            if (auto op2 = o.getOp2()) {
+              inst.twoOps = true;
+              inst.alu2 = alu(*op2);
+              inst.imm[1] = o.getScalar2()->convertToDouble();
+              inst.reverse2 = o.getReverse2();
+            }
             return src(o.getSrc());
           })
           .Case([&](nisa::TensorReduceOp o) {

@@ -100,6 +100,14 @@ std::optional<AsActivation> asActivation(Operation *op) {
       return std::nullopt;
     double c = ts.getScalar().convertToDouble();
     bool positiveZero = c == 0.0 && !std::signbit(c);
+    if (auto op2 = ts.getOp2()) {
+      // x * a then + b or - b: identity(x * a + (+-b)), the same two roundings in fp32.
+      double b = ts.getScalar2()->convertToDouble();
+      if (ts.getOp() != AluOp::mul || ts.getReverse() || ts.getReverse2() ||
+          (*op2 != AluOp::add && *op2 != AluOp::sub) || b == 0.0)
+        return std::nullopt;
+      return AsActivation{ts.getSrc(), {}, c, *op2 == AluOp::add ? b : -b};
+    }
     switch (ts.getOp()) {
     case AluOp::add:
       if (positiveZero)

@@ -366,7 +366,9 @@ struct TensorScalarToNIsa : ToNIsa<ntile::TensorScalarOp> {
     keepChosenEngine(source, r.replaceOpWithNewOp<nisa::TensorScalarOp>(
                                  op, q, memory.wholeTile(op.getTarget()), op.getOpAttr(),
                                  memory.wholeTile(op.getSource()), op.getScalarAttr(),
-                                 unit(r, op.getReverse()), nullptr, nullptr));
+                                 unit(r, op.getReverse()), op.getOp2Attr(),
+                                 op.getScalar2Attr(), unit(r, op.getReverse2()), nullptr,
+                                 nullptr));
     return success();
   }
 };

@@ -163,6 +163,11 @@ LogicalResult TensorTensorOp::verify() {
 LogicalResult TensorScalarOp::verify() {
   if (failed(verifyInstruction(*this, {kQueueVector, kQueueGpSimd})))
     return failure();
+  if (bool(getOp2()) != bool(getScalar2()) || (getReverse2() && !getOp2()))
+    return emitOpError("a second op needs both op2 and scalar2");
+  if (getOp2() && (!isa<FloatType>(getSrc().getElementType()) ||
+                   !isa<FloatType>(getDst().getElementType())))
+    return emitOpError("with two ops computes on float tiles only");
   return verifyElementwise(*this, {getSrc()});
 }
 

@@ -170,9 +170,11 @@ def NIsa_TensorTensorOp : NIsa_Instruction<"tensor_tensor",
 }
 
 def NIsa_TensorScalarOp : NIsa_Instruction<"tensor_scalar",
-    (ins Neuron_AluOp:$op, NIsa_AccessPatternAttr:$src, F64Attr:$scalar, UnitAttr:$reverse),
-    "$src `,` $scalar", "$op"> {
-  let summary = "Vector engine: dst = src <op> scalar (scalar <op> src when reverse)";
+    (ins Neuron_AluOp:$op, NIsa_AccessPatternAttr:$src, F64Attr:$scalar, UnitAttr:$reverse,
+         OptionalAttr<Neuron_AluOp>:$op2, OptionalAttr<F64Attr>:$scalar2, UnitAttr:$reverse2),
+    "$src `,` $scalar (`then` $op2^ $scalar2)?", "$op"> {
+  let summary = "Vector engine: dst = src <op> scalar (scalar <op> src when reverse), then "
+                "<op2> scalar2 in the same pass";
   let extraClassDeclaration = [{
     static ::neuron::runtime::Opcode getOpcode() { return ::neuron::runtime::Opcode::TensorScalar; }
     llvm::SmallVector<AccessPatternAttr> getReadPatterns() {

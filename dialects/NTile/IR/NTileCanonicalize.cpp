@@ -1,15 +1,15 @@
-// Canonicalization of ntile ops: affine scalar steps fold into one Scalar-engine activation.
+// Canonicalization of ntile ops: scalar steps fold into one pass over a tile.
 //
-// The Scalar engine computes fn(x * scale + bias) in one pass over a tile. A tile op that
-// multiplies by, adds or subtracts a scalar (x * a + b for constants a, b), immediately
-// followed by another such step or by an activation that consumes its result in place,
-// becomes one activation: fn(x * (a * s) + (b * s + c)). Two passes over the tile become
-// one, on the engine that has the scale and bias built in (`x * 2 + 1` was two Vector
-// passes). Only float tiles, only mul/add/sub (a division by a constant is not a multiply
-// by an exact reciprocal), and only when the first step's result is overwritten by the
-// second (the same tile, in place), so nothing else can read it. The intermediate is no
-// longer rounded to the tile's dtype: as an fp32 fused multiply-add would, the result is
-// at least as accurate as the two steps.
+// Two tensor_scalar steps in a row, the second reading and overwriting the first's result in
+// place, become one two-op tensor_scalar (the engines apply two scalars in one pass, at the
+// cost of one): `x * 2 + 1`, `clamp(x, a, b)`. The Scalar engine computes fn(x * scale + bias)
+// in one pass: an affine scalar step (x * a + b for constants a, b) right before an
+// activation that consumes its result in place, or after an identity activation, becomes one
+// activation: fn(x * (a * s) + (b * s + c)). Only float tiles, only mul/add/sub for the
+// affine folds (a division by a constant is not a multiply by an exact reciprocal), and only
+// when the first step's result is overwritten by the second (the same tile, in place), so
+// nothing else can read it. The intermediate is no longer rounded to the tile's dtype: as an
+// fp32 fused multiply-add would, the result is at least as accurate as the two steps.
 #include "dialects/NTile/IR/NTileOps.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -46,18 +46,29 @@ bool hasTiles(ActivationOp op) {
 }
 
 /// The affine map of a tensor_scalar, if it is one (mul, add, sub, reversed or not).
-std::optional<Affine> affineOf(TensorScalarOp op) {
-  double c = op.getScalar().convertToDouble();
-  switch (op.getOp()) {
+std::optional<Affine> affineStep(AluOp alu, double c, bool reverse) {
+  switch (alu) {
   case AluOp::mul:
     return Affine{c, 0.0, false};
   case AluOp::add:
     return Affine{1.0, c, true};
   case AluOp::sub:
-    return op.getReverse() ? Affine{-1.0, c, true} : Affine{1.0, -c, true};
+    return reverse ? Affine{-1.0, c, true} : Affine{1.0, -c, true};
   default:
     return std::nullopt;
   }
+}
+
+std::optional<Affine> affineOf(TensorScalarOp op) {
+  std::optional<Affine> first =
+      affineStep(op.getOp(), op.getScalar().convertToDouble(), op.getReverse());
+  if (!first || !op.getOp2())
+    return first;
+  std::optional<Affine> second =
+      affineStep(*op.getOp2(), op.getScalar2()->convertToDouble(), op.getReverse2());
+  if (!second)
+    return std::nullopt;
+  return first->then(*second);
 }
 
 /// The affine first step of a fold: a float tensor_scalar, or an identity activation, whose
@@ -89,13 +100,33 @@ std::optional<FirstStep> firstStepOf(Operation *op, Value source, Value target) 
   return std::nullopt;
 }
 
-/// An affine tensor_scalar after an affine step: one identity activation.
+/// Two one-op tensor_scalars in place on float tiles: one two-op tensor_scalar (the same
+/// ops in the same order, computed in fp32 and rounded once).
+struct FoldTensorScalarPair : OpRewritePattern<TensorScalarOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TensorScalarOp op, PatternRewriter &r) const override {
+    auto prev = dyn_cast_or_null<TensorScalarOp>(op->getPrevNode());
+    if (!prev || op.getOp2() || prev.getOp2() || op.getSource() != op.getTarget() ||
+        prev.getTarget() != op.getSource() || !isFloatTile(op.getTarget()) ||
+        !isFloatTile(prev.getSource()))
+      return failure();
+    auto fused = r.create<TensorScalarOp>(
+        op.getLoc(), prev.getOp(), prev.getSource(), prev.getScalar(), op.getTarget(),
+        prev.getReverse(), op.getOpAttr(), op.getScalarAttr(), op.getReverse());
+    fused->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+    r.replaceOp(op, fused->getResults());
+    r.eraseOp(prev);
+    return success();
+  }
+};
+
+/// An affine tensor_scalar after an identity activation: one identity activation.
 struct FoldAffineScalars : OpRewritePattern<TensorScalarOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(TensorScalarOp op, PatternRewriter &r) const override {
     std::optional<Affine> second = affineOf(op);
     std::optional<FirstStep> first = firstStepOf(op, op.getSource(), op.getTarget());
-    if (!second || !first)
+    if (!second || !first || !isa<ActivationOp>(first->op))
       return failure();
     Affine map = first->map.then(*second);
     if (!map.foldable())
@@ -221,7 +252,7 @@ void ReduceOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRConte
 }
 
 void TensorScalarOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *ctx) {
-  results.add<FoldAffineScalars>(ctx);
+  results.add<FoldTensorScalarPair, FoldAffineScalars>(ctx);
 }
 
 void ActivationOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *ctx) {

@@ -184,6 +184,12 @@ LogicalResult TensorScalarOp::verify() {
   if (failed(verifyTile(*this, getSource(), "source")) ||
       failed(verifyTile(*this, getTarget(), "target")))
     return failure();
+  if (bool(getOp2()) != bool(getScalar2()) || (getReverse2() && !getOp2()))
+    return emitOpError("a second op needs both op2 and scalar2");
+  // The engine computes two ops in fp32: integer tiles would lose exactness above 2^24.
+  if (getOp2() && (!isa<FloatType>(bufferType(getSource()).getElementType()) ||
+                   !isa<FloatType>(bufferType(getTarget()).getElementType())))
+    return emitOpError("with two ops computes on float tiles only");
   return verifySameShape(*this, {getSource(), getTarget()});
 }
 

@@ -176,15 +176,27 @@ def NTile_TensorTensorOp : NTile_ElementwiseOp<"tensor_tensor"> {
 def NTile_TensorScalarOp : NTile_ElementwiseOp<"tensor_scalar"> {
   let summary = "Vector engine: target = source <op> scalar (scalar <op> source if reverse)";
   let description = [{
+    With `then op2 scalar2` the result is combined with a second scalar in the same pass
+    (`reverse2`: scalar2 on the left), computed in fp32 and rounded once (float tiles).
     ```mlir
     ntile.tensor_scalar mul %a, 5.000000e-01 to %b : memref<3x300xf32, #ntile.mem<sbuf>>, memref<3x300xf32, #ntile.mem<sbuf>>
+    ntile.tensor_scalar max %a, 0.0 then min 6.0 to %a : memref<3x300xf32, #ntile.mem<sbuf>>, memref<3x300xf32, #ntile.mem<sbuf>>
     ```
   }];
   let arguments = (ins Neuron_AluOp:$op, Arg<NTile_Buffer, "", [MemRead]>:$source, F64Attr:$scalar,
-                       Arg<NTile_Buffer, "", [MemWrite]>:$target, UnitAttr:$reverse);
+                       Arg<NTile_Buffer, "", [MemWrite]>:$target, UnitAttr:$reverse,
+                       OptionalAttr<Neuron_AluOp>:$op2, OptionalAttr<F64Attr>:$scalar2,
+                       UnitAttr:$reverse2);
   let assemblyFormat = [{
-    $op $source `,` $scalar `to` $target attr-dict `:` type($source) `,` type($target)
+    $op $source `,` $scalar (`then` $op2^ $scalar2)? `to` $target attr-dict `:` type($source) `,` type($target)
   }];
+  let builders = [
+    OpBuilder<(ins "::neuron::AluOp":$op, "::mlir::Value":$source, "::llvm::APFloat":$scalar,
+                   "::mlir::Value":$target, "bool":$reverse), [{
+      build($_builder, $_state, op, source, scalar, target, reverse, ::neuron::AluOpAttr(),
+            ::mlir::FloatAttr(), false);
+    }]>
+  ];
   let hasCanonicalizer = 1;
 }
 

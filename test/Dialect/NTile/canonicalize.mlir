@@ -1,9 +1,10 @@
 // RUN: neuron-opt %s -canonicalize -split-input-file | FileCheck %s
 
-// x * 2 + 1 in place: one Scalar-engine pass, identity(x * 2 + 1).
+// x * 2 + 1 in place: one two-op tensor_scalar (one pass; neuron-balance-engines may run it
+// on the Scalar engine as identity(x * 2 + 1)).
 // CHECK-LABEL: func @mul_add
 // CHECK-NEXT: %[[T:.*]] = memref.alloc
-// CHECK-NEXT: ntile.activation identity %arg0 to %[[T]] {bias = 1.000000e+00 : f64, scale = 2.000000e+00 : f64}
+// CHECK-NEXT: ntile.tensor_scalar mul %arg0, 2.000000e+00 then add 1.000000e+00 to %[[T]] :
 // CHECK-NEXT: return %[[T]]
 func.func @mul_add(%x: memref<128x512xbf16, #ntile.mem<sbuf>>) -> memref<128x512xbf16, #ntile.mem<sbuf>> {
   %t = memref.alloc() : memref<128x512xbf16, #ntile.mem<sbuf>>
@@ -32,10 +33,30 @@ func.func @chain_into_exp(%x: memref<128x64xf32, #ntile.mem<sbuf>>) -> memref<12
 
 // -----
 
-// Not folded: a division (no exact reciprocal), integers, a result kept in another tile
-// (it may be read later), and steps that are not adjacent.
+// A clamp (max then min) in place on bf16: one two-op tensor_scalar; an identity activation
+// then an affine step: one activation.
+// CHECK-LABEL: func @clamp
+// CHECK-NEXT: %[[T:.*]] = memref.alloc
+// CHECK-NEXT: ntile.tensor_scalar max %arg0, 0.000000e+00 then min 6.000000e+00 to %[[T]] :
+// CHECK-NEXT: ntile.activation identity %[[T]] to %[[T]] {bias = 1.000000e+00 : f64, scale = 5.000000e-01 : f64}
+// CHECK-NEXT: return %[[T]]
+func.func @clamp(%x: memref<128x512xbf16, #ntile.mem<sbuf>>) -> memref<128x512xbf16, #ntile.mem<sbuf>> {
+  %t = memref.alloc() : memref<128x512xbf16, #ntile.mem<sbuf>>
+  ntile.tensor_scalar max %x, 0.0 to %t : memref<128x512xbf16, #ntile.mem<sbuf>>, memref<128x512xbf16, #ntile.mem<sbuf>>
+  ntile.tensor_scalar min %t, 6.0 to %t : memref<128x512xbf16, #ntile.mem<sbuf>>, memref<128x512xbf16, #ntile.mem<sbuf>>
+  ntile.activation identity %t to %t {scale = 0.5 : f64} : memref<128x512xbf16, #ntile.mem<sbuf>>, memref<128x512xbf16, #ntile.mem<sbuf>>
+  ntile.tensor_scalar add %t, 1.0 to %t : memref<128x512xbf16, #ntile.mem<sbuf>>, memref<128x512xbf16, #ntile.mem<sbuf>>
+  return %t : memref<128x512xbf16, #ntile.mem<sbuf>>
+}
+
+// -----
+
+// A division then an add: one two-op tensor_scalar (the same ops in order; no affine fold,
+// there is no exact reciprocal). Not folded: integers (two ops compute in fp32), a result
+// kept in another tile (it may be read later), and steps that are not adjacent.
 // CHECK-LABEL: func @kept
-// CHECK-COUNT-2: ntile.tensor_scalar
+// CHECK-NEXT: memref.alloc
+// CHECK-NEXT: ntile.tensor_scalar div %arg0, 3.0{{.*}} then add 1.0{{.*}} to
 // CHECK: ntile.tensor_scalar mul %arg1, 2.0{{.*}} to %[[I:[^ ]*]] :
 // CHECK-NEXT: ntile.tensor_scalar add %[[I]], 1.0{{.*}} to %[[I]]
 // CHECK: ntile.tensor_scalar mul %arg0, 2.0{{.*}} to %[[A:[^ ]*]] :

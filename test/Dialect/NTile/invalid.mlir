@@ -102,3 +102,12 @@ func.func @view_past_tile(%p: memref<128x256xbf16, #ntile.mem<sbuf>>) {
   }
   return
 }
+
+// -----
+
+// Two ops compute in fp32: not on integer tiles.
+func.func @two_ops_on_integers(%i: memref<128x64xi32, #ntile.mem<sbuf>>) {
+  // expected-error @+1 {{with two ops computes on float tiles only}}
+  ntile.tensor_scalar mul %i, 2.0 then add 1.0 to %i : memref<128x64xi32, #ntile.mem<sbuf>>, memref<128x64xi32, #ntile.mem<sbuf>>
+  return
+}

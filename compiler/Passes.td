@@ -101,6 +101,22 @@ def NeuronHoistInvariantLoads : Pass<"neuron-hoist-invariant-loads", "mlir::func
   }];
 }
 
+def NeuronScalarTensorTensor : Pass<"neuron-scalar-tensor-tensor", "mlir::func::FuncOp"> {
+  let summary = "Fuse a scalar step and the tensor_tensor consuming it into scalar_tensor_tensor";
+  let description = [{
+    `(data <op0> s) <op1> other` runs as one Vector or GpSimd pass (nki.isa
+    scalar_tensor_tensor), with s an immediate or a per-partition [P, 1] tile: a
+    tensor_scalar, or a tensor_tensor with one per-partition operand, whose float result the
+    next instruction touching it, a tensor_tensor with a full tile, consumes and overwrites
+    (or is its only other reader). Only where the simulator's cost model prices the fused
+    instruction below the two on the Vector engine for the target (runtime/Isa.def: N for a
+    bf16 subtract then multiply, else 2N, against tensor_scalar's N with the trn2+
+    performance modes plus tensor_tensor's N or 2N): on fp32 tiles `(g - s) * y` of a
+    softmax backward or `x * 0.5 + r`. Computed in fp32, rounded once.
+  }];
+  let options = [Option<"target", "target", "std::string", "\"trn2\"", "target name">];
+}
+
 def NeuronAllocateTiles : Pass<"neuron-allocate-tiles", "mlir::func::FuncOp"> {
   let summary = "Give every SBUF/PSUM tile a byte offset in every partition";
   let description = [{
@@ -189,8 +205,8 @@ def NeuronBalanceEngines : Pass<"neuron-balance-engines", "mlir::func::FuncOp"> 
   let description = [{
     The instructions of one block (a loop body, or the function body) run as a
     pipeline across iterations: the busiest engine sets the pace. Instructions that
-    more than one engine can run (tensor_tensor, tensor_scalar, tensor_reduce, select,
-    tensor_copy on Vector or GpSimd; tensor_copy on Scalar; a float tensor_tensor
+    more than one engine can run (tensor_tensor, tensor_scalar, scalar_tensor_tensor,
+    tensor_reduce, select, tensor_copy on Vector or GpSimd; tensor_copy on Scalar; a float tensor_tensor
     add, sub or mul with a per-partition operand and a float tensor_scalar add, sub or
     mul on Scalar, as an activation with a per-partition or immediate scale or bias)
     go, longest first, to the engine whose load grows least, with the simulator's cost

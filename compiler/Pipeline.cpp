@@ -139,6 +139,8 @@ static void buildNTileStage(OpPassManager &pm, const PipelineOptions &options) {
   pm.addPass(std::make_unique<CheckSizesPass>(options.target));
   pm.addPass(createConvertNTorchToNTile(ConvertNTorchToNTileOptions{options.target}));
   pm.addPass(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(
+      createNeuronScalarTensorTensor(NeuronScalarTensorTensorOptions{options.target}));
   pm.addNestedPass<func::FuncOp>(createNeuronSplitCores(NeuronSplitCoresOptions{options.target}));
   pm.addNestedPass<func::FuncOp>(createNeuronHoistInvariantLoads());
   pm.addNestedPass<func::FuncOp>(createNeuronMultiBuffer(NeuronMultiBufferOptions{options.target}));

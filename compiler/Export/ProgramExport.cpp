@@ -214,6 +214,17 @@ LogicalResult Exporter::instruction(Operation *op) {
             }
             return src(o.getSrc());
           })
+          .Case([&](nisa::ScalarTensorTensorOp o) -> LogicalResult {
+            inst.alu = alu(o.getOp0());
+            inst.alu2 = alu(o.getOp1());
+            inst.imm[0] = o.getScalar().convertToDouble();
+            inst.reverse = o.getReverse0();
+            inst.reverse2 = o.getReverse1();
+            inst.scaleTile = bool(o.getScalarTileAttr());
+            if (failed(src(o.getData())) || failed(src(o.getOther())))
+              return failure();
+            return inst.scaleTile ? src(o.getScalarTileAttr()) : success();
+          })
           .Case([&](nisa::TensorReduceOp o) {
             inst.alu = alu(o.getOp());
             inst.axes = o.getSrc().getRank() - 1;

@@ -15,6 +15,7 @@
 // per engine, then the movable ones, longest first, go to the engine whose total grows the
 // least (ties keep the original engine), with the simulator's own cost model.
 #include "compiler/Passes.h"
+#include "compiler/Transforms/RuntimeTypes.h"
 #include "dialects/NIsa/IR/NIsaOps.h"
 #include "runtime/program/Target.h"
 #include "runtime/simulator/timing/CostModel.h"
@@ -48,28 +49,9 @@ int engineIndex(rt::Engine e) {
   return -1;
 }
 
-rt::DType dtypeOf(Type t) {
-  if (t.isBF16())
-    return rt::DType::BF16;
-  if (t.isF16())
-    return rt::DType::F16;
-  if (isa<FloatType>(t))
-    return rt::DType::F32;
-  switch (t.getIntOrFloatBitWidth()) {
-  case 64:
-    return rt::DType::I64;
-  case 32:
-    return rt::DType::I32;
-  case 1:
-    return rt::DType::Bool;
-  default:
-    return rt::DType::I8;
-  }
-}
-
 rt::AccessPattern runtimePattern(nisa::AccessPatternAttr ap) {
   rt::AccessPattern out;
-  out.dtype = dtypeOf(ap.getElementType());
+  out.dtype = runtimeDType(ap.getElementType());
   out.space = ap.getSpace() == MemSpace::hbm    ? rt::MemSpace::Hbm
               : ap.getSpace() == MemSpace::sbuf ? rt::MemSpace::Sbuf
                                                 : rt::MemSpace::Psum;
@@ -202,7 +184,8 @@ private:
   std::array<double, 3> costs(Operation *op) {
     std::array<double, 3> cost = {-1, -1, -1};
     rt::Opcode opcode = cast<nisa::InstructionOpInterface>(op).getOpcode();
-    bool elementwise = isa<nisa::TensorTensorOp, nisa::TensorScalarOp, nisa::TensorCopyOp>(op);
+    bool elementwise = isa<nisa::TensorTensorOp, nisa::TensorScalarOp,
+                           nisa::ScalarTensorTensorOp, nisa::TensorCopyOp>(op);
     if (!elementwise || op->hasAttr("nisa.engine_chosen")) // a kernel author's choice stays
       return cost;
     cost[0] = estimate(op, rt::Engine::Vector, opcode);
@@ -226,7 +209,14 @@ private:
     auto alu = [&](AluOp a) { r.alu = toRuntime(a); };
     llvm::TypeSwitch<Operation *>(op)
         .Case([&](nisa::TensorTensorOp o) { alu(o.getOp()); })
-        .Case([&](nisa::TensorScalarOp o) { alu(o.getOp()); })
+        .Case([&](nisa::TensorScalarOp o) {
+          alu(o.getOp());
+          r.twoOps = bool(o.getOp2());
+        })
+        .Case([&](nisa::ScalarTensorTensorOp o) {
+          alu(o.getOp0());
+          r.alu2 = toRuntime(o.getOp1());
+        })
         .Case([&](nisa::TensorReduceOp o) { alu(o.getOp()); });
     rt::InstrShape shape;
     nisa::AccessPatternAttr sized =

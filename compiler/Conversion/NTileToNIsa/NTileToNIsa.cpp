@@ -373,6 +373,27 @@ struct TensorScalarToNIsa : ToNIsa<ntile::TensorScalarOp> {
   }
 };
 
+struct ScalarTensorTensorToNIsa : ToNIsa<ntile::ScalarTensorTensorOp> {
+  using ToNIsa::ToNIsa;
+  LogicalResult matchAndRewrite(ntile::ScalarTensorTensorOp op, OpAdaptor,
+                                ConversionPatternRewriter &r) const override {
+    IntegerAttr q = aluQueue(r, op);
+    if (!q)
+      return failure();
+    Operation *source = op;
+    Value tile = op.getScalarTile();
+    keepChosenEngine(source, r.replaceOpWithNewOp<nisa::ScalarTensorTensorOp>(
+                                 op, q, memory.wholeTile(op.getTarget()), op.getOp0Attr(),
+                                 op.getOp1Attr(), memory.wholeTile(op.getData()),
+                                 op.getScalarAttr(),
+                                 tile ? memory.operandTile(tile, op.getTarget())
+                                      : nisa::AccessPatternAttr(),
+                                 memory.wholeTile(op.getOther()), unit(r, op.getReverse0()),
+                                 unit(r, op.getReverse1()), nullptr, nullptr));
+    return success();
+  }
+};
+
 struct CopyToNIsa : ToNIsa<ntile::CopyOp> {
   using ToNIsa::ToNIsa;
   LogicalResult matchAndRewrite(ntile::CopyOp op, OpAdaptor,
@@ -460,8 +481,9 @@ struct ConvertNTileToNIsaPass : impl::ConvertNTileToNIsaBase<ConvertNTileToNIsaP
       patterns.add<EraseMemoryOp<memref::AllocOp>, EraseMemoryOp<ntile::ConstantOp>,
                    EraseMemoryOp<ntile::ReinterpretOp>, EraseMemoryOp<ntile::ViewOp>, LoopToNIsa,
                    DmaToNIsa, GatherToNIsa, CollectiveToNIsa, RandomToNIsa, MatmulToNIsa,
-                   ActivationToNIsa, TensorTensorToNIsa, TensorScalarToNIsa, CopyToNIsa,
-                   ReduceToNIsa, SelectToNIsa, ScatterToNIsa>(ctx, memory);
+                   ActivationToNIsa, TensorTensorToNIsa, TensorScalarToNIsa,
+                   ScalarTensorTensorToNIsa, CopyToNIsa, ReduceToNIsa, SelectToNIsa,
+                   ScatterToNIsa>(ctx, memory);
       if (failed(applyFullConversion(func, legal, std::move(patterns))))
         return signalPassFailure();
       // The program's buffers are its interface now: the function takes no arguments.

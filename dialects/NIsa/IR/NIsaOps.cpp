@@ -171,6 +171,20 @@ LogicalResult TensorScalarOp::verify() {
   return verifyElementwise(*this, {getSrc()});
 }
 
+LogicalResult ScalarTensorTensorOp::verify() {
+  if (failed(verifyInstruction(*this, {kQueueVector, kQueueGpSimd})))
+    return failure();
+  for (AccessPatternAttr ap : getReadPatterns())
+    if (!isa<FloatType>(ap.getElementType()))
+      return emitOpError("computes on float tiles only");
+  if (!isa<FloatType>(getDst().getElementType()))
+    return emitOpError("computes on float tiles only");
+  SmallVector<AccessPatternAttr> srcs = {getData(), getOther()};
+  if (getScalarTileAttr())
+    srcs.push_back(getScalarTileAttr());
+  return verifyElementwise(*this, srcs);
+}
+
 LogicalResult MemsetOp::verify() {
   if (failed(verifyInstruction(*this, {kQueueVector, kQueueScalar, kQueueGpSimd})))
     return failure();

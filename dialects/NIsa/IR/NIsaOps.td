@@ -183,6 +183,32 @@ def NIsa_TensorScalarOp : NIsa_Instruction<"tensor_scalar",
   }];
 }
 
+def NIsa_ScalarTensorTensorOp : NIsa_Instruction<"scalar_tensor_tensor",
+    (ins Neuron_AluOp:$op0, Neuron_AluOp:$op1, NIsa_AccessPatternAttr:$data, F64Attr:$scalar,
+         OptionalAttr<NIsa_AccessPatternAttr>:$scalar_tile, NIsa_AccessPatternAttr:$other,
+         UnitAttr:$reverse0, UnitAttr:$reverse1),
+    "$data `,` $scalar (`tile` $scalar_tile^)? `,` $other", "$op0 $op1"> {
+  let summary = "Vector or GpSimd engine: dst = (data <op0> scalar) <op1> other";
+  let description = [{
+    With `scalar_tile` (one value per partition, read with free stride 0) the scalar is that
+    tile's value. `reverse0`: the scalar on the left of op0; `reverse1`: other on the left.
+    ```mlir
+    nisa.scalar_tensor_tensor sub mul on 1 <sbuf[0] + 0, [[1, 128], [1, 64]], f32>,
+        <sbuf[0] + 256, [[1, 128], [1, 64]], f32>, 0.000000e+00 tile <sbuf[0] + 512, [[1, 128], [0, 64]], f32>,
+        <sbuf[0] + 1024, [[1, 128], [1, 64]], f32>
+    ```
+  }];
+  let extraClassDeclaration = [{
+    static ::neuron::runtime::Opcode getOpcode() { return ::neuron::runtime::Opcode::ScalarTensorTensor; }
+    llvm::SmallVector<AccessPatternAttr> getReadPatterns() {
+      llvm::SmallVector<AccessPatternAttr> reads = {getData(), getOther()};
+      if (getScalarTileAttr())
+        reads.push_back(getScalarTileAttr());
+      return reads;
+    }
+  }];
+}
+
 def NIsa_TensorCopyOp : NIsa_Instruction<"tensor_copy", (ins NIsa_AccessPatternAttr:$src), "$src"> {
   let summary = "Vector engine: dst = src, converting the element type";
   let extraClassDeclaration = [{

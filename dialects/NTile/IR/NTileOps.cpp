@@ -193,6 +193,27 @@ LogicalResult TensorScalarOp::verify() {
   return verifySameShape(*this, {getSource(), getTarget()});
 }
 
+LogicalResult ScalarTensorTensorOp::verify() {
+  for (auto [v, name] : {std::pair{getData(), "data"}, {getOther(), "other"}, {getTarget(), "target"}})
+    if (failed(verifyTile(*this, v, name)))
+      return failure();
+  if (failed(verifySameShape(*this, {getData(), getOther(), getTarget()})))
+    return failure();
+  SmallVector<Value> tiles = {getData(), getOther(), getTarget()};
+  if (Value s = getScalarTile()) {
+    if (failed(verifyTile(*this, s, "scalar tile")))
+      return failure();
+    MemRefType st = bufferType(s);
+    if (st.getDimSize(0) != bufferType(getTarget()).getDimSize(0) || st.getDimSize(1) != 1)
+      return emitOpError("scalar tile must be one value per partition of the target");
+    tiles.push_back(s);
+  }
+  for (Value v : tiles)
+    if (!isa<FloatType>(bufferType(v).getElementType()))
+      return emitOpError("computes on float tiles only");
+  return success();
+}
+
 LogicalResult CopyOp::verify() {
   if (failed(verifyTile(*this, getSource(), "source")) ||
       failed(verifyTile(*this, getTarget(), "target")))

@@ -200,6 +200,30 @@ def NTile_TensorScalarOp : NTile_ElementwiseOp<"tensor_scalar"> {
   let hasCanonicalizer = 1;
 }
 
+def NTile_ScalarTensorTensorOp : NTile_ElementwiseOp<"scalar_tensor_tensor"> {
+  let summary = "Vector engine: target = (data <op0> scalar) <op1> other, in one pass";
+  let description = [{
+    The scalar is the immediate `scalar`, or with `scalar_tile` ([P, 1], one value per
+    partition) that tile's value of the row (the immediate is then unused). `reverse0` puts
+    the scalar on the left of op0, `reverse1` the other tile on the left of op1. Float tiles;
+    computed in fp32 and rounded once. neuron-scalar-tensor-tensor forms it from a
+    tensor_scalar (or a per-partition tensor_tensor) and the tensor_tensor that consumes it.
+    ```mlir
+    ntile.scalar_tensor_tensor sub mul %g, 0.000000e+00 tile %s : memref<128x1xf32, #ntile.mem<sbuf>>, %y to %g
+        : memref<128x64xf32, #ntile.mem<sbuf>>, memref<128x64xf32, #ntile.mem<sbuf>>, memref<128x64xf32, #ntile.mem<sbuf>>
+    ```
+  }];
+  let arguments = (ins Neuron_AluOp:$op0, Neuron_AluOp:$op1, Arg<NTile_Buffer, "", [MemRead]>:$data,
+                       F64Attr:$scalar, Arg<Optional<NTile_Buffer>, "", [MemRead]>:$scalar_tile,
+                       Arg<NTile_Buffer, "", [MemRead]>:$other,
+                       Arg<NTile_Buffer, "", [MemWrite]>:$target, UnitAttr:$reverse0,
+                       UnitAttr:$reverse1);
+  let assemblyFormat = [{
+    $op0 $op1 $data `,` $scalar (`tile` $scalar_tile^ `:` type($scalar_tile))? `,` $other `to` $target
+    attr-dict `:` type($data) `,` type($other) `,` type($target)
+  }];
+}
+
 def NTile_CopyOp : NTile_ElementwiseOp<"copy"> {
   let summary = "Vector engine: target = source, converting the element type";
   let description = [{

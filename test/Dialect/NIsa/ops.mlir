@@ -14,6 +14,8 @@ func.func @nisa.program() {
   nisa.tensor_scalar mul on 1 <sbuf[0] + 0, [[1, 3], [1, 200]], f32>, <sbuf[0] + 1024, [[1, 3], [1, 200]], f32>, 2.0 wait [2, 1] {reverse}
   // CHECK: nisa.tensor_scalar max on 1 {{.*}}, 0.000000e+00 then min 6.000000e+00
   nisa.tensor_scalar max on 1 <sbuf[0] + 0, [[1, 3], [1, 200]], f32>, <sbuf[0] + 1024, [[1, 3], [1, 200]], f32>, 0.0 then min 6.0
+  // CHECK: nisa.scalar_tensor_tensor sub mul on 1 {{.*}}, 0.000000e+00 tile <sbuf[0] + 2048, {{\[\[}}1, 3], [0, 200]], f32>, <sbuf[0] + 1024
+  nisa.scalar_tensor_tensor sub mul on 1 <sbuf[0] + 0, [[1, 3], [1, 200]], f32>, <sbuf[0] + 0, [[1, 3], [1, 200]], f32>, 0.0 tile <sbuf[0] + 2048, [[1, 3], [0, 200]], f32>, <sbuf[0] + 1024, [[1, 3], [1, 200]], f32>
   // CHECK: nisa.nc_matmul on 0 <psum[0] + 0, {{\[\[}}1, 3], [1, 8]], f32>
   nisa.nc_matmul on 0 <psum[0] + 0, [[1, 3], [1, 8]], f32>, <sbuf[0] + 0, [[1, 64], [1, 3]], bf16>, <sbuf[64] + 0, [[1, 64], [1, 8]], bf16> {accumulate}
   // CHECK: nisa.tensor_tensor add on 1

@@ -1,0 +1,74 @@
+"""The compiler's use of the real NeuronCore instructions (issue 25): two-op tensor_scalar and
+scalar_tensor_tensor, checked end to end against eager and in the program they compile to."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+import torch
+
+import neuronsim  # noqa: F401  (registers the backend)
+
+
+def _compile(fn, tmp_path, target=None):
+    options = {"dump_dir": str(tmp_path)}
+    if target:
+        options["target"] = target
+    return torch.compile(fn, backend="neuron", dynamic=False, options=options)
+
+
+def _nisa(tmp_path) -> str:
+    return "\n".join(p.read_text() for p in pathlib.Path(tmp_path).glob("*/3-nisa.mlir"))
+
+
+def test_clamp_and_affine_steps_are_two_op_tensor_scalars(tmp_path):
+    # max then min, a division then an add: one instruction each, the same ops in the same
+    # order in fp32, so bit-exact against eager.
+    def fn(x):
+        return torch.clamp(x, -3.0, 6.0) / 3.0 + 0.5
+
+    x = torch.randn(512, 1024) * 5
+    torch.testing.assert_close(_compile(fn, tmp_path)(x), fn(x), rtol=0, atol=0)
+    nisa = _nisa(tmp_path)
+    assert "max on" in nisa and "then min 6.000000e+00" in nisa
+    assert "then add 5.000000e-01" in nisa
+    assert "nisa.tensor_scalar min" not in nisa  # folded into the max's instruction
+
+
+def test_fp32_scale_plus_residual_is_one_scalar_tensor_tensor(tmp_path):
+    def fn(x, r):
+        return x * 0.5 + r
+
+    x, r = torch.randn(1024, 768), torch.randn(1024, 768)
+    torch.testing.assert_close(_compile(fn, tmp_path)(x, r), fn(x, r), rtol=0, atol=0)
+    nisa = _nisa(tmp_path)
+    assert "nisa.scalar_tensor_tensor mul add" in nisa
+    assert "nisa.tensor_tensor add" not in nisa
+
+
+def test_bf16_scale_plus_residual_stays_two_instructions_on_trn2(tmp_path):
+    # trn2's performance modes make tensor_scalar (N/4) plus tensor_tensor (N/2) cheaper than
+    # scalar_tensor_tensor (2N): the cost model keeps them.
+    def fn(x, r):
+        return x * 0.5 + r
+
+    x, r = (torch.randn(1024, 768, dtype=torch.bfloat16) for _ in range(2))
+    torch.testing.assert_close(_compile(fn, tmp_path)(x, r), fn(x, r), rtol=0, atol=0)
+    assert "scalar_tensor_tensor" not in _nisa(tmp_path)
+
+
+@pytest.mark.parametrize("dtype, tol", [(torch.float32, 1e-5), (torch.bfloat16, 2e-2)])
+def test_softmax_backward_uses_scalar_tensor_tensor(tmp_path, dtype, tol):
+    # grad_x = y * g - y * sum(y * g): the per-row product and the subtraction are one
+    # scalar_tensor_tensor with the row sum as its per-partition scalar.
+    def fn(g, y):
+        return torch.ops.aten._softmax_backward_data(g, y, -1, dtype)
+
+    y = torch.softmax(torch.randn(512, 768), -1).to(dtype)
+    g = torch.randn(512, 768).to(dtype)
+    got = _compile(fn, tmp_path)(g, y)
+    expected = torch.ops.aten._softmax_backward_data(g.double(), y.double(), -1, torch.float64)
+    scale = expected.abs().max().item()
+    assert (got.double() - expected).abs().max().item() <= tol * scale
+    assert "nisa.scalar_tensor_tensor mul sub" in _nisa(tmp_path)

@@ -225,6 +225,12 @@ LogicalResult Exporter::instruction(Operation *op) {
               return failure();
             return inst.scaleTile ? src(o.getScalarTileAttr()) : success();
           })
+          .Case([&](nisa::TensorTensorScanOp o) {
+            inst.alu = alu(o.getOp0());
+            inst.alu2 = alu(o.getOp1());
+            inst.imm[0] = o.getInitial().convertToDouble();
+            return success(succeeded(src(o.getData0())) && succeeded(src(o.getData1())));
+          })
           .Case([&](nisa::TensorReduceOp o) {
             inst.alu = alu(o.getOp());
             inst.axes = o.getSrc().getRank() - 1;

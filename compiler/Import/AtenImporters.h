@@ -213,7 +213,7 @@ Values fminOp(NodeContext &ctx);
 Values fmaxOp(NodeContext &ctx);
 Values logicalXor(NodeContext &ctx);
 
-/// AtenLinalg.cpp: integer cumsum along the last dim of [rows, L], exactly (a log-step scan).
+/// AtenScans.cpp: integer cumsum along the last dim of [rows, L], exactly (a log-step scan).
 mlir::Value integerScan(NodeContext &ctx, mlir::Value flat);
 
 // AtenIndexing.cpp

@@ -1,4 +1,4 @@
-// Importers of ATen linear algebra: mm, bmm, addmm, cumsum (as a matmul), _trilinear.
+// Importers of ATen linear algebra: mm, bmm, addmm, _trilinear.
 #include "compiler/Import/AtenImporters.h"
 
 using namespace mlir;
@@ -28,74 +28,6 @@ Values addmm(NodeContext &ctx) {
   if (beta != 1.0)
     bias = ctx.binaryScalar(BinaryFn::mul, bias, beta);
   return {ctx.b.create<nt::BinaryOp>(ctx.loc, ctx.resultType(), BinaryFn::add, bias, product)};
-}
-
-/// Integer cumsum along the last dim of [rows, L], exactly (int64 adds wrap as in torch): a
-/// log-step scan, y += y shifted right by s zero-filled, for s = 1, 2, 4, ... < L.
-Value integerScan(NodeContext &ctx, Value flat) {
-  auto t = typeOf(flat);
-  int64_t rows = t.getDimSize(0), length = t.getDimSize(1);
-  Value y = flat;
-  for (int64_t s = 1; s < length; s *= 2) {
-    auto headType = RankedTensorType::get({rows, length - s}, t.getElementType());
-    Value head = ctx.b.create<nt::SliceOp>(ctx.loc, headType, y, ArrayRef<int64_t>{0, 0},
-                                           ArrayRef<int64_t>{1, 1});
-    Value shifted = ctx.b.create<nt::PadOp>(ctx.loc, t, head, ArrayRef<int64_t>{0, s},
-                                            ArrayRef<int64_t>{0, 0}, APFloat(0.0));
-    y = ctx.binary(BinaryFn::add, y, shifted);
-  }
-  return y;
-}
-
-/// Float cumsum along the last dim of [rows, L] = a matmul with an upper-triangular matrix of
-/// ones, on the Tensor engine: [rows, L] @ U[L, L].
-static Value floatScan(NodeContext &ctx, Value flat) {
-  auto t = typeOf(flat);
-  int64_t rows = t.getDimSize(0), length = t.getDimSize(1);
-  ctx.requireExpandable(length > kMaxExpandedElements ? length : length * length,
-                        "cumsum over " + std::to_string(length) + " elements");
-  auto uType = RankedTensorType::get({length, length}, t.getElementType());
-  SmallVector<APFloat> ones;
-  auto &sem = cast<FloatType>(t.getElementType()).getFloatSemantics();
-  for (int64_t i = 0; i < length; ++i)
-    for (int64_t j = 0; j < length; ++j)
-      ones.push_back(APFloat(sem, i <= j ? 1 : 0));
-  Value upper = ctx.b.create<nt::ConstantOp>(
-      ctx.loc, uType, cast<ElementsAttr>(DenseElementsAttr::get(uType, ones)));
-  return ctx.b.create<nt::MatmulOp>(
-      ctx.loc, RankedTensorType::get({rows, length}, t.getElementType()), flat, upper, false,
-      false);
-}
-
-/// cumsum along a dim: moved to the last dim, flattened to [rows, L], scanned.
-Values cumsum(NodeContext &ctx) {
-  Value x = ctx.tensor(0);
-  RankedTensorType resultType = ctx.resultType();
-  x = ctx.castTo(x, resultType.getElementType());
-  auto t = typeOf(x);
-  int64_t rank = std::max<int64_t>(t.getRank(), 1);
-  int64_t d = ctx.dim(ctx.integer(1, "dim", 0), rank);
-  if (t.getRank() == 0)
-    return {x};
-  SmallVector<int64_t> perm;
-  for (int64_t i = 0; i < rank; ++i)
-    if (i != d)
-      perm.push_back(i);
-  perm.push_back(d);
-  bool moved = d != rank - 1;
-  Value moved_x = moved ? ctx.permute(x, perm) : x;
-  auto mt = typeOf(moved_x);
-  int64_t length = t.getDimSize(d), rows = mt.getNumElements() / std::max<int64_t>(length, 1);
-  Value flat = ctx.reshape(moved_x, {rows, length});
-  Value scanned = isa<FloatType>(t.getElementType()) ? floatScan(ctx, flat) : integerScan(ctx, flat);
-  Value y = ctx.reshape(scanned, mt.getShape());
-  if (moved) {
-    SmallVector<int64_t> inverse(rank);
-    for (int64_t i = 0; i < rank; ++i)
-      inverse[perm[i]] = i;
-    y = ctx.permute(y, inverse);
-  }
-  return {y};
 }
 
 /// _trilinear(i1, i2, i3, expand1, expand2, expand3, sumdim, unroll_dim) (nn.functional.

@@ -1,11 +1,16 @@
-// Scans other than cumsum: cumprod, cummax, cummin and logcumsumexp, as log-step
+// Scans: cumsum, cumprod, cummax, cummin and logcumsumexp.
+//
+// Float cumsum and cumprod are ntorch.scan, the Vector engine's tensor_tensor_scan: one
+// pass along each row, rounding as eager's sequential loop does (in fp32; eager's fp32
+// cumsum on the CPU accumulates in double, so long fp32 sums differ by fp32 rounding). Few
+// long rows are split into sub-rows that scan in parallel on more partitions and then add
+// (multiply) the running total of the sub-rows before them. The others are log-step
 // (Hillis-Steele) scans of whole-tensor ntorch ops along the scanned dim: for s = 1, 2, 4,
 // ... < L, y = combine(y shifted right by s and filled with the identity, y). ceil(log2 L)
-// steps of a slice, a pad and the combine, never one op per element.
-//
-// Each combine is associative, so the result is the sequential scan's up to rounding:
-// cumprod and logcumsumexp round in a different order than eager's loop (well within float
-// tolerances; integer products are exact, wrapping as in torch), cummax/cummin are exact.
+// steps of a slice, a pad and the combine, never one op per element. Each combine is
+// associative, so the result is the sequential scan's up to rounding: logcumsumexp rounds
+// in a different order than eager's loop (well within float tolerances); integer sums and
+// products are exact, wrapping as in torch; cummax/cummin are exact.
 #include "compiler/Import/AtenImporters.h"
 
 #include <cmath>
@@ -101,17 +106,91 @@ Value accumulated(NodeContext &ctx, Type resultElement) {
   return ctx.castTo(ctx.castTo(ctx.tensor(0), resultElement), accumulator);
 }
 
-/// cumprod(x, dim, dtype=None): a log-step scan of products.
-Values cumprod(NodeContext &ctx) {
-  RankedTensorType resultType = ctx.resultType();
-  Value x = accumulated(ctx, resultType.getElementType());
+/// Integer cumsum along the last dim of [rows, L], exactly (int64 adds wrap as in torch): a
+/// log-step scan, y += y shifted right by s zero-filled, for s = 1, 2, 4, ... < L.
+Value integerScan(NodeContext &ctx, Value flat) {
+  Value y = flat;
+  for (int64_t s = 1; s < typeOf(flat).getDimSize(1); s *= 2)
+    y = ctx.binary(BinaryFn::add, y, shiftRight(ctx, y, s, 0.0));
+  return y;
+}
+
+namespace {
+
+/// Sub-rows a row of `length` splits into when `rows` rows leave partitions idle: the largest
+/// divisor of the length up to partitions / rows that keeps sub-rows of at least 64 elements
+/// (1: no split). A row on one partition scans one element after another (2 cycles each).
+int64_t scanSplit(int64_t rows, int64_t length) {
+  constexpr int64_t kPartitions = 128, kMinSubRow = 64;
+  if (rows * 2 > kPartitions)
+    return 1;
+  for (int64_t k = std::min(kPartitions / rows, length / kMinSubRow); k >= 2; --k)
+    if (length % k == 0)
+      return k;
+  return 1;
+}
+
+/// A float scan (`fn` add or mul) along the last dim of [rows, L] (any float type), in fp32,
+/// rounded to `resultElement` once.
+Value floatScan(NodeContext &ctx, Value flat, BinaryFn fn, Type resultElement) {
+  auto t = typeOf(flat);
+  int64_t rows = t.getDimSize(0), length = t.getDimSize(1);
+  auto scan = [&](Value x, Type element) {
+    auto type = RankedTensorType::get(typeOf(x).getShape(), element);
+    return ctx.b.create<nt::ScanOp>(ctx.loc, type, fn, x);
+  };
+  int64_t k = scanSplit(rows, length);
+  if (k == 1)
+    return scan(flat, resultElement);
+  int64_t sub = length / k;
+  Type f32 = ctx.b.getF32Type();
+  Value partial = scan(ctx.reshape(flat, {rows * k, sub}), f32);
+  auto lastType = RankedTensorType::get({rows * k, 1}, f32);
+  Value last = ctx.b.create<nt::SliceOp>(ctx.loc, lastType, partial,
+                                         ArrayRef<int64_t>{0, sub - 1}, ArrayRef<int64_t>{1, 1});
+  // The total of the sub-rows before each: an exclusive scan of the sub-row totals (the
+  // identity first: -0 for a sum, which keeps every value, -0 too; 1 for a product).
+  Value before = shiftRight(ctx, scan(ctx.reshape(last, {rows, k}), f32), 1,
+                            fn == BinaryFn::add ? -0.0 : 1.0);
+  Value y = ctx.binary(fn, ctx.reshape(before, {rows, k, 1}), ctx.reshape(partial, {rows, k, sub}));
+  return ctx.castTo(ctx.reshape(y, {rows, length}), resultElement);
+}
+
+} // namespace
+
+/// cumsum(x, dim, dtype=None): floats as a scan in fp32 (rounded to the result type at the
+/// end, as eager's loop), integers exactly by a log-step scan.
+Values cumsum(NodeContext &ctx) {
+  Type result = ctx.resultType().getElementType();
+  Value x = ctx.castTo(ctx.tensor(0), result);
   if (typeOf(x).getRank() == 0)
-    return {ctx.castTo(x, resultType.getElementType())};
+    return {x};
+  ScanLayout layout = ScanLayout::of(ctx, typeOf(x), scanDim(ctx, x));
+  Value flat = layout.flatten(ctx, x);
+  Value y = isFloatValue(flat) ? floatScan(ctx, flat, BinaryFn::add, result)
+                               : integerScan(ctx, flat);
+  return {layout.restore(ctx, y)};
+}
+
+/// cumprod(x, dim, dtype=None): floats as a scan in fp32, integers by a log-step scan of
+/// products.
+Values cumprod(NodeContext &ctx) {
+  Type result = ctx.resultType().getElementType();
+  if (isa<FloatType>(result)) {
+    Value x = ctx.castTo(ctx.tensor(0), result);
+    if (typeOf(x).getRank() == 0)
+      return {x};
+    ScanLayout layout = ScanLayout::of(ctx, typeOf(x), scanDim(ctx, x));
+    return {layout.restore(ctx, floatScan(ctx, layout.flatten(ctx, x), BinaryFn::mul, result))};
+  }
+  Value x = accumulated(ctx, result);
+  if (typeOf(x).getRank() == 0)
+    return {ctx.castTo(x, result)};
   ScanLayout layout = ScanLayout::of(ctx, typeOf(x), scanDim(ctx, x));
   Value y = layout.flatten(ctx, x);
   for (int64_t s = 1; s < layout.movedShape.back(); s *= 2)
     y = ctx.binary(BinaryFn::mul, shiftRight(ctx, y, s, 1.0), y);
-  return {ctx.castTo(layout.restore(ctx, y), resultType.getElementType())};
+  return {ctx.castTo(layout.restore(ctx, y), result)};
 }
 
 /// logcumsumexp(x, dim): a log-step scan of logaddexp.

@@ -72,3 +72,45 @@ def test_softmax_backward_uses_scalar_tensor_tensor(tmp_path, dtype, tol):
     scale = expected.abs().max().item()
     assert (got.double() - expected).abs().max().item() <= tol * scale
     assert "nisa.scalar_tensor_tensor mul sub" in _nisa(tmp_path)
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
+@pytest.mark.parametrize("shape, dim", [((300, 700), 1), ((130, 3000), 1), ((64, 9), 0)])
+def test_half_scans_round_like_eagers_loop(tmp_path, op, shape, dim):
+    # tensor_tensor_scan accumulates in fp32 and rounds each output once, as eager's loop over
+    # bf16 does: bit-exact where each row is scanned in one piece (enough rows for the
+    # partitions: no sub-row split).
+    x = torch.randn(shape).to(torch.bfloat16)
+    if op == "cumprod":
+        x = (1 + x * 0.01).to(torch.bfloat16)
+
+    def fn(t):
+        return getattr(torch, op)(t, dim)
+
+    torch.testing.assert_close(_compile(fn, tmp_path)(x), fn(x), rtol=0, atol=0)
+    assert "nisa.tensor_tensor_scan" in _nisa(tmp_path)
+
+
+@pytest.mark.parametrize("shape", [(4, 1000), (100_000,), (2, 3, 4097)])
+def test_fp32_scans_are_sequential_fp32(tmp_path, shape):
+    # fp32 sums one element after another in fp32 (eager's CPU loop accumulates in double):
+    # within the error of a sequential fp32 sum, sqrt(L) roundings of the running value.
+    x = torch.randn(shape)
+    got = _compile(lambda t: torch.cumsum(t, -1), tmp_path)(x)
+    expected = torch.cumsum(x.double(), -1)
+    length = shape[-1]
+    bound = 4 * length**0.5 * 2**-24 * expected.abs().max().item() + 1e-6
+    assert (got.double() - expected).abs().max().item() <= bound
+    prod = _compile(lambda t: torch.cumprod(1 + t * 1e-3, -1), tmp_path / "p")(x)
+    torch.testing.assert_close(prod.double(), torch.cumprod(1 + x.double() * 1e-3, -1),
+                               rtol=4 * length**0.5 * 2**-24, atol=0)
+
+
+def test_scans_keep_signed_zeros_and_special_values(tmp_path):
+    x = torch.tensor([[-0.0, -0.0, 1.0, float("inf"), float("nan"), 2.0],
+                      [-0.0, 0.0, -0.0, -1.0, 1.0, -0.0]])
+    for op in ("cumsum", "cumprod"):
+        got = _compile(lambda t, op=op: getattr(torch, op)(t, 1), tmp_path / op)(x)
+        expected = getattr(torch, op)(x, 1)
+        torch.testing.assert_close(got, expected, rtol=0, atol=0, equal_nan=True)
+        assert torch.equal(torch.signbit(got), torch.signbit(expected)), op

@@ -394,6 +394,18 @@ struct ScalarTensorTensorToNIsa : ToNIsa<ntile::ScalarTensorTensorOp> {
   }
 };
 
+struct TensorTensorScanToNIsa : ToNIsa<ntile::TensorTensorScanOp> {
+  using ToNIsa::ToNIsa;
+  LogicalResult matchAndRewrite(ntile::TensorTensorScanOp op, OpAdaptor,
+                                ConversionPatternRewriter &r) const override {
+    r.replaceOpWithNewOp<nisa::TensorTensorScanOp>(
+        op, queue(r, op, nisa::kQueueVector), memory.wholeTile(op.getTarget()),
+        op.getOp0Attr(), op.getOp1Attr(), memory.wholeTile(op.getData0()),
+        memory.wholeTile(op.getData1()), op.getInitialAttr(), nullptr, nullptr);
+    return success();
+  }
+};
+
 struct CopyToNIsa : ToNIsa<ntile::CopyOp> {
   using ToNIsa::ToNIsa;
   LogicalResult matchAndRewrite(ntile::CopyOp op, OpAdaptor,
@@ -482,7 +494,7 @@ struct ConvertNTileToNIsaPass : impl::ConvertNTileToNIsaBase<ConvertNTileToNIsaP
                    EraseMemoryOp<ntile::ReinterpretOp>, EraseMemoryOp<ntile::ViewOp>, LoopToNIsa,
                    DmaToNIsa, GatherToNIsa, CollectiveToNIsa, RandomToNIsa, MatmulToNIsa,
                    ActivationToNIsa, TensorTensorToNIsa, TensorScalarToNIsa,
-                   ScalarTensorTensorToNIsa, CopyToNIsa, ReduceToNIsa, SelectToNIsa,
+                   ScalarTensorTensorToNIsa, TensorTensorScanToNIsa, CopyToNIsa, ReduceToNIsa, SelectToNIsa,
                    ScatterToNIsa>(ctx, memory);
       if (failed(applyFullConversion(func, legal, std::move(patterns))))
         return signalPassFailure();

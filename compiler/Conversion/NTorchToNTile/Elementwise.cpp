@@ -15,9 +15,13 @@ static RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.ge
 
 /// Emits `result = compute(inputs)` as a loop nest over tiles: each input is loaded
 /// (broadcast through its access pattern) into an SBUF tile, `compute` writes the result
-/// tile, which is stored to the result's HBM buffer.
+/// tile, which is stored to the result's HBM buffer. With `rowOperands` (compute ops that
+/// broadcast a [P, 1] operand along the row), an input that is the same along the columns
+/// loads one value per partition: a DMA broadcast along the row would move one element per
+/// descriptor.
 static void emitTiled(TileEmitter &e, Location loc, ArrayRef<Value> inputs, Value result,
-                      const std::function<void(ArrayRef<Value>, Value)> &compute) {
+                      const std::function<void(ArrayRef<Value>, Value)> &compute,
+                      bool rowOperands = false) {
   RankedTensorType rt = tensorType(result);
   Value out = e.createResultBuffer(result, loc);
   int64_t widest = ntile::getElementBytes(rt.getElementType());
@@ -33,9 +37,11 @@ static void emitTiled(TileEmitter &e, Location loc, ArrayRef<Value> inputs, Valu
                 int64_t rows = block.rows();
                 SmallVector<Value> tiles;
                 for (auto [i, in] : llvm::enumerate(inputs)) {
-                  Value tile = e.allocTile(loc, rows, cols, tensorType(in).getElementType(),
-                                           MemSpace::sbuf);
-                  loadBlock(e, loc, e.buffer(in), 0, tiling.strides(i), block, col0, cols, tile);
+                  bool row = rowOperands && cols > 1 && tiling.strides(i).back() == 0;
+                  Value tile = e.allocTile(loc, rows, row ? 1 : cols,
+                                           tensorType(in).getElementType(), MemSpace::sbuf);
+                  loadBlock(e, loc, e.buffer(in), 0, tiling.strides(i), block,
+                            row ? Offset(0) : col0, row ? 1 : cols, tile);
                   tiles.push_back(tile);
                 }
                 Value outTile = e.allocTile(loc, rows, cols, rt.getElementType(), MemSpace::sbuf);
@@ -72,7 +78,8 @@ static LogicalResult lowerBinary(TileEmitter &e, ntorch::BinaryOp op) {
   emitTiled(e, loc, {op.getLhs(), op.getRhs()}, op.getResult(),
             [&](ArrayRef<Value> in, Value out) {
               e.b.create<ntile::TensorTensorOp>(loc, alu, in[0], in[1], out);
-            });
+            },
+            /*rowOperands=*/true);
   return success();
 }
 
@@ -87,7 +94,8 @@ static LogicalResult lowerSelect(TileEmitter &e, ntorch::SelectOp op) {
   emitTiled(e, op.getLoc(), {op.getCondition(), op.getLhs(), op.getRhs()}, op.getResult(),
             [&](ArrayRef<Value> in, Value out) {
               e.b.create<ntile::SelectOp>(op.getLoc(), in[0], in[1], in[2], out);
-            });
+            },
+            /*rowOperands=*/true);
   return success();
 }
 

@@ -252,6 +252,7 @@ struct ConvertNTorchToNTilePass
                 ntorch::AsStridedOp, ntorch::InsertStridedOp>(
           patterns, converter, *t, state, lowerDataMovement);
       addFamily<ntorch::ReduceOp>(patterns, converter, *t, state, lowerReduction);
+      addFamily<ntorch::ScanOp>(patterns, converter, *t, state, lowerScan);
       addFamily<ntorch::Conv2dOp, ntorch::Pool2dOp>(patterns, converter, *t, state, lowerWindow);
       addFamily<ntorch::FusionOp>(patterns, converter, *t, state, lowerFusion);
       addFamily<ntorch::KernelOp>(patterns, converter, *t, state, lowerKernel);

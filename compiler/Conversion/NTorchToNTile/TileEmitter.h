@@ -171,6 +171,7 @@ mlir::LogicalResult lowerDataMovement(TileEmitter &e, mlir::Operation *op);
 mlir::LogicalResult lowerReduction(TileEmitter &e, mlir::Operation *op);
 mlir::LogicalResult lowerWindow(TileEmitter &e, mlir::Operation *op);
 mlir::LogicalResult lowerFusion(TileEmitter &e, mlir::Operation *op);
+mlir::LogicalResult lowerScan(TileEmitter &e, mlir::Operation *op);
 mlir::LogicalResult lowerKernel(TileEmitter &e, mlir::Operation *op);
 
 } // namespace neuron::compiler

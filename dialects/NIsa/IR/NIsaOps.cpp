@@ -185,6 +185,15 @@ LogicalResult ScalarTensorTensorOp::verify() {
   return verifyElementwise(*this, srcs);
 }
 
+LogicalResult TensorTensorScanOp::verify() {
+  if (failed(verifyInstruction(*this, {kQueueVector})))
+    return failure();
+  for (AccessPatternAttr ap : {getData0(), getData1(), getDst()})
+    if (!isa<FloatType>(ap.getElementType()))
+      return emitOpError("computes on float tiles only");
+  return verifyElementwise(*this, {getData0(), getData1()});
+}
+
 LogicalResult MemsetOp::verify() {
   if (failed(verifyInstruction(*this, {kQueueVector, kQueueScalar, kQueueGpSimd})))
     return failure();

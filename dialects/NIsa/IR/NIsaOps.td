@@ -209,6 +209,17 @@ def NIsa_ScalarTensorTensorOp : NIsa_Instruction<"scalar_tensor_tensor",
   }];
 }
 
+def NIsa_TensorTensorScanOp : NIsa_Instruction<"tensor_tensor_scan",
+    (ins Neuron_AluOp:$op0, Neuron_AluOp:$op1, NIsa_AccessPatternAttr:$data0,
+         NIsa_AccessPatternAttr:$data1, F64Attr:$initial),
+    "$data0 `,` $data1 `,` $initial", "$op0 $op1"> {
+  let summary = "Vector engine: dst[p, i] = (data0[p, i] <op0> dst[p, i - 1]) <op1> data1[p, i]";
+  let extraClassDeclaration = [{
+    static ::neuron::runtime::Opcode getOpcode() { return ::neuron::runtime::Opcode::TensorTensorScan; }
+    llvm::SmallVector<AccessPatternAttr> getReadPatterns() { return {getData0(), getData1()}; }
+  }];
+}
+
 def NIsa_TensorCopyOp : NIsa_Instruction<"tensor_copy", (ins NIsa_AccessPatternAttr:$src), "$src"> {
   let summary = "Vector engine: dst = src, converting the element type";
   let extraClassDeclaration = [{

@@ -214,6 +214,16 @@ LogicalResult ScalarTensorTensorOp::verify() {
   return success();
 }
 
+LogicalResult TensorTensorScanOp::verify() {
+  for (auto [v, name] : {std::pair{getData0(), "data0"}, {getData1(), "data1"}, {getTarget(), "target"}}) {
+    if (failed(verifyTile(*this, v, name)))
+      return failure();
+    if (!isa<FloatType>(bufferType(v).getElementType()))
+      return emitOpError("computes on float tiles only");
+  }
+  return verifySameShape(*this, {getData0(), getData1(), getTarget()});
+}
+
 LogicalResult CopyOp::verify() {
   if (failed(verifyTile(*this, getSource(), "source")) ||
       failed(verifyTile(*this, getTarget(), "target")))

@@ -224,6 +224,25 @@ def NTile_ScalarTensorTensorOp : NTile_ElementwiseOp<"scalar_tensor_tensor"> {
   }];
 }
 
+def NTile_TensorTensorScanOp : NTile_ElementwiseOp<"tensor_tensor_scan"> {
+  let summary = "Vector engine: target[p, i] = (data0[p, i] <op0> r) <op1> data1[p, i]";
+  let description = [{
+    r = target[p, i - 1], and `initial` for i = 0: a running combination along the free
+    dimension, computed in fp32 (float tiles). A cumsum is ones * r + x; a cumprod x * r * 1.
+    ```mlir
+    ntile.tensor_tensor_scan mul add %ones, %x, -0.000000e+00 to %y : memref<128x257xf32, #ntile.mem<sbuf>>,
+        memref<128x257xf32, #ntile.mem<sbuf>>, memref<128x257xf32, #ntile.mem<sbuf>>
+    ```
+  }];
+  let arguments = (ins Neuron_AluOp:$op0, Neuron_AluOp:$op1, Arg<NTile_Buffer, "", [MemRead]>:$data0,
+                       Arg<NTile_Buffer, "", [MemRead]>:$data1, F64Attr:$initial,
+                       Arg<NTile_Buffer, "", [MemWrite]>:$target);
+  let assemblyFormat = [{
+    $op0 $op1 $data0 `,` $data1 `,` $initial `to` $target attr-dict `:` type($data0) `,`
+    type($data1) `,` type($target)
+  }];
+}
+
 def NTile_CopyOp : NTile_ElementwiseOp<"copy"> {
   let summary = "Vector engine: target = source, converting the element type";
   let description = [{

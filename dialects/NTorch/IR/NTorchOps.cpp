@@ -492,6 +492,18 @@ OpFoldResult BroadcastOp::fold(FoldAdaptor) {
 // ReduceOp
 //===----------------------------------------------------------------------===//
 
+LogicalResult ScanOp::verify() {
+  auto in = tensorType(getInput()), res = tensorType(getResult());
+  if (in.getShape() != res.getShape())
+    return emitOpError("result shape must be the input's");
+  if (in.getRank() != 2 || !isa<FloatType>(in.getElementType()) ||
+      !isa<FloatType>(res.getElementType()))
+    return emitOpError("scans a rank-2 float tensor along its last dim");
+  if (getFn() != BinaryFn::add && getFn() != BinaryFn::mul)
+    return emitOpError("scans with add or mul only");
+  return success();
+}
+
 LogicalResult ReduceOp::verify() {
   auto in = tensorType(getInput()), res = tensorType(getResult());
   SmallVector<int64_t> expected;

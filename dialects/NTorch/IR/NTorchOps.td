@@ -146,6 +146,22 @@ def NTorch_ReduceOp : NTorch_Op<"reduce", [Pure]> {
   let hasCanonicalizer = 1;
 }
 
+def NTorch_ScanOp : NTorch_Op<"scan", [Pure]> {
+  let summary = "inclusive scan along the last dim of [rows, L] (float cumsum, cumprod)";
+  let description = [{
+    `result[r, i] = result[r, i - 1] <fn> input[r, i]` (fn: add or mul), computed one element
+    after another in fp32 and rounded to the result's float type once per element, as eager's
+    loop over half types does. Lowered to the Vector engine's tensor_tensor_scan.
+    ```mlir
+    %r = ntorch.scan add %x : tensor<4x1000xbf16> -> tensor<4x1000xbf16>
+    ```
+  }];
+  let arguments = (ins NTorch_BinaryFn:$fn, NTorch_Tensor:$input);
+  let results = (outs NTorch_Tensor:$result);
+  let assemblyFormat = "$fn $input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def NTorch_SelectOp : NTorch_Op<"select", [Pure]> {
   let summary = "elementwise choice: cond ? lhs : rhs, with broadcasting (aten.where)";
   let description = [{

@@ -166,6 +166,9 @@ LogicalResult Exporter::instruction(Operation *op) {
           .Case([&](nisa::DmaCopyOp o) {
             return src(o.getSrc());
           })
+          .Case([&](nisa::TransposeOp o) {
+            return src(o.getSrc());
+          })
           .Case([&](nisa::DmaTransposeOp o) {
             return src(o.getSrc());
           })

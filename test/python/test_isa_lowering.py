@@ -114,3 +114,39 @@ def test_scans_keep_signed_zeros_and_special_values(tmp_path):
         expected = getattr(torch, op)(x, 1)
         torch.testing.assert_close(got, expected, rtol=0, atol=0, equal_nan=True)
         assert torch.equal(torch.signbit(got), torch.signbit(expected)), op
+
+
+@pytest.mark.parametrize("target", ["trn1", "trn2"])
+@pytest.mark.parametrize(
+    "shape, dims",
+    [((300, 700), (1, 0)), ((2, 12, 256, 64), (0, 1, 3, 2)), ((3, 5, 7), (2, 1, 0)),
+     ((4, 130, 129), (0, 2, 1))],
+)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_transposing_permutes_go_through_the_pe_array(tmp_path, target, shape, dims, dtype):
+    # Rows load contiguously, nc_transpose moves 128 x 128 blocks bit-exactly.
+    x = (torch.randn(shape) * 100).to(dtype)
+
+    def fn(t):
+        return t.permute(dims).contiguous() * 1
+
+    got = _compile(fn, tmp_path, target=target)(x)
+    assert torch.equal(got, fn(x))
+    assert "nisa.nc_transpose on 0" in _nisa(tmp_path)
+
+
+@pytest.mark.parametrize("transpose_rhs", [False, True])
+def test_trn1_matmul_operands_transpose_on_the_pe_array(tmp_path, transpose_rhs):
+    # trn1 has no dma_transpose: operands whose K is contiguous load by rows and transpose on
+    # the Tensor engine, instead of a DMA that moves one element per descriptor.
+    a = torch.randn(513, 1000)
+    b = torch.randn(257, 1000) if transpose_rhs else torch.randn(1000, 257)
+
+    def fn(x, y):
+        return x @ y.T if transpose_rhs else x @ y
+
+    got = _compile(fn, tmp_path, target="trn1")(a, b)
+    expected = fn(a.double(), b.double())
+    assert ((got.double() - expected).abs().max() / expected.abs().max()).item() < 1e-6
+    nisa = _nisa(tmp_path)
+    assert "nisa.nc_transpose on 0" in nisa and "dma_transpose" not in nisa

@@ -321,6 +321,17 @@ struct MatmulToNIsa : ToNIsa<ntile::MatmulOp> {
   }
 };
 
+struct TransposeToNIsa : ToNIsa<ntile::TransposeOp> {
+  using ToNIsa::ToNIsa;
+  LogicalResult matchAndRewrite(ntile::TransposeOp op, OpAdaptor,
+                                ConversionPatternRewriter &r) const override {
+    r.replaceOpWithNewOp<nisa::TransposeOp>(op, queue(r, op, nisa::kQueueTensor),
+                                            memory.wholeTile(op.getTarget()),
+                                            memory.wholeTile(op.getSource()), nullptr, nullptr);
+    return success();
+  }
+};
+
 struct ActivationToNIsa : ToNIsa<ntile::ActivationOp> {
   using ToNIsa::ToNIsa;
   LogicalResult matchAndRewrite(ntile::ActivationOp op, OpAdaptor,
@@ -492,7 +503,7 @@ struct ConvertNTileToNIsaPass : impl::ConvertNTileToNIsaBase<ConvertNTileToNIsaP
       RewritePatternSet patterns(ctx);
       patterns.add<EraseMemoryOp<memref::AllocOp>, EraseMemoryOp<ntile::ConstantOp>,
                    EraseMemoryOp<ntile::ReinterpretOp>, EraseMemoryOp<ntile::ViewOp>, LoopToNIsa,
-                   DmaToNIsa, GatherToNIsa, CollectiveToNIsa, RandomToNIsa, MatmulToNIsa,
+                   DmaToNIsa, GatherToNIsa, CollectiveToNIsa, RandomToNIsa, MatmulToNIsa, TransposeToNIsa,
                    ActivationToNIsa, TensorTensorToNIsa, TensorScalarToNIsa,
                    ScalarTensorTensorToNIsa, TensorTensorScanToNIsa, CopyToNIsa, ReduceToNIsa, SelectToNIsa,
                    ScatterToNIsa>(ctx, memory);

@@ -1,5 +1,6 @@
 // Lowering of data movement: reshape aliases HBM, permute and broadcast copy through
-// DMA access patterns, constants become constant HBM buffers, collectives run on the
+// DMA access patterns (a permute that moves the innermost dim goes through SBUF and the PE
+// array's transpose: Transpose.cpp), constants become constant HBM buffers, collectives run on the
 // collective engine from HBM to HBM.
 #include "compiler/Conversion/NTorchToNTile/TileEmitter.h"
 #include "dialects/NTorch/IR/NTorchOps.h"
@@ -203,6 +204,8 @@ LogicalResult lowerDataMovement(TileEmitter &e, Operation *op) {
         return success();
       })
       .Case([&](ntorch::PermuteOp p) {
+        if (lowerTransposingPermute(e, p))
+          return success();
         auto in = tensorType(p.getInput()), res = tensorType(p.getResult());
         SmallVector<int64_t> inStrides = contiguousStrides(in.getShape()), strides;
         for (int64_t d : p.getDims())

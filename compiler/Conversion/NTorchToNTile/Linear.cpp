@@ -1,6 +1,7 @@
 // Tiling of matmul onto the Tensor engine: [K, M]^T @ [K, N] tiles accumulated in PSUM.
 #include "compiler/Conversion/NTorchToNTile/TileEmitter.h"
 #include "dialects/NTorch/IR/NTorchOps.h"
+#include "runtime/program/Isa.h"
 
 #include <algorithm>
 #include <cmath>
@@ -17,6 +18,9 @@ static constexpr int64_t kResidentStationaryBytes = 96 * 1024;
 /// the per-transfer fixed cost stays small, small enough that the first matmuls that
 /// read the panel need not wait for all of it.
 static constexpr int64_t kPanelKTiles = 8;
+/// An operand transposed on the PE array stages at most this many K elements of its rows
+/// per DMA (whole K tiles).
+static constexpr int64_t kStagedK = 4096;
 
 namespace {
 /// `iv mod n` for a loop induction variable `iv` (a rotating slot index).
@@ -43,10 +47,50 @@ class MatmulLoops {
 public:
   MatmulLoops(TileEmitter &e, Location loc, int64_t K) : e(e), loc(loc), K(K) {}
 
+  /// Whether the operand's tiles are transposed on the PE array: its K elements are
+  /// contiguous in HBM (an [outer, K] matrix read as [K, outer] tiles) and the target has no
+  /// dma_transpose (trn1), where reading it transposed would move one element per DMA
+  /// descriptor. Its rows load contiguously instead, and nc_transpose (128 x 128 at most)
+  /// turns each block into PSUM, copied into the tile.
+  bool peTransposed(const MatmulOperand &o) const {
+    return o.kStride == 1 && o.outerStride != 1 &&
+           !runtime::existsOn(runtime::Opcode::DmaTranspose, e.target.generation);
+  }
+
+  /// K elements [k0, k0 + kLen) of outer elements [outer0, +size), transposed on the PE
+  /// array into `dst` (`width` columns per partition): K tile j (of kLen / tileK, the last
+  /// one shorter) at column at + j * size.
+  void loadTransposed(const MatmulOperand &o, const Offset &outer0, int64_t size,
+                      const Offset &k0, int64_t kLen, Value dst, const Offset &at) {
+    int64_t width = cast<MemRefType>(dst.getType()).getDimSize(1);
+    for (int64_t r0 = 0; r0 < size; r0 += tileK()) {
+      int64_t rows = std::min(tileK(), size - r0);
+      Value staging = e.allocTile(loc, rows, kLen, o.elementType, MemSpace::sbuf);
+      Offset from = o.base + (outer0 + Offset(r0)) * o.outerStride + k0;
+      e.dma(loc, o.source, e.pattern(from, {{o.outerStride, rows}, {1, kLen}}), staging,
+            e.pattern(0, {{kLen, rows}, {1, kLen}}));
+      e.tiled(loc, kLen, tileK(), [&](const Offset &j, int64_t kk) {
+        Value block = e.b.create<ntile::ViewOp>(
+            loc, ntile::getBufferType({rows, kk}, o.elementType, MemSpace::sbuf), staging,
+            e.pattern(j * tileK(), {{kLen, rows}, {1, kk}}));
+        Value transposed = e.allocTile(loc, kk, rows, o.elementType, MemSpace::psum);
+        e.b.create<ntile::TransposeOp>(loc, block, transposed);
+        Value into = e.b.create<ntile::ViewOp>(
+            loc, ntile::getBufferType({kk, rows}, o.elementType, MemSpace::sbuf), dst,
+            e.pattern(at + j * size + Offset(r0), {{width, kk}, {1, rows}}));
+        e.b.create<ntile::CopyOp>(loc, transposed, into);
+      });
+    }
+  }
+
   /// Loads the [kk, size] tile of K tile `kt` for outer elements [outer0, +size).
   Value load(const MatmulOperand &o, const Offset &outer0, int64_t size, const Offset &kt,
              int64_t kk) {
     Value tile = e.allocTile(loc, kk, size, o.elementType, MemSpace::sbuf);
+    if (peTransposed(o)) {
+      loadTransposed(o, outer0, size, kt * tileK(), kk, tile, Offset(0));
+      return tile;
+    }
     Offset at = o.base + outer0 * o.outerStride + kt * (tileK() * o.kStride);
     e.dma(loc, o.source, e.pattern(at, {{o.kStride, kk}, {o.outerStride, size}}), tile,
           e.pattern(0, {{size, kk}, {1, size}}));
@@ -73,6 +117,14 @@ public:
       if (prefetch)
         dma->setAttr(ntile::kPrefetchAttr, e.b.getUnitAttr());
     };
+    if (peTransposed(o)) {
+      // Spans of whole K tiles; a panel's K tile kt sits at column at + kt * size.
+      int64_t span = K <= kStagedK ? K : kStagedK / tileK() * tileK();
+      e.tiled(loc, K, span, [&](const Offset &s, int64_t kLen) {
+        loadTransposed(o, outer0, size, s * span, kLen, panel, at + s * (span / tileK() * size));
+      });
+      return;
+    }
     if (K % tileK() == 0 && kTiles > 1) {
       e.tiled(loc, kTiles, kPanelKTiles, [&](const Offset &chunk, int64_t tiles) {
         Offset kt = chunk * kPanelKTiles;

@@ -173,5 +173,8 @@ mlir::LogicalResult lowerWindow(TileEmitter &e, mlir::Operation *op);
 mlir::LogicalResult lowerFusion(TileEmitter &e, mlir::Operation *op);
 mlir::LogicalResult lowerScan(TileEmitter &e, mlir::Operation *op);
 mlir::LogicalResult lowerKernel(TileEmitter &e, mlir::Operation *op);
+/// A permute that moves the innermost dim, through SBUF and nc_transpose; false (nothing
+/// emitted) where it does not apply (Transpose.cpp).
+bool lowerTransposingPermute(TileEmitter &e, ntorch::PermuteOp op);
 
 } // namespace neuron::compiler

@@ -194,6 +194,14 @@ LogicalResult TensorTensorScanOp::verify() {
   return verifyElementwise(*this, {getData0(), getData1()});
 }
 
+LogicalResult TransposeOp::verify() {
+  if (failed(verifyInstruction(*this, {kQueueTensor})))
+    return failure();
+  if (getSrc().getSpace() != MemSpace::sbuf || getDst().getSpace() != MemSpace::psum)
+    return emitOpError("transposes an SBUF tile into PSUM");
+  return success();
+}
+
 LogicalResult MemsetOp::verify() {
   if (failed(verifyInstruction(*this, {kQueueVector, kQueueScalar, kQueueGpSimd})))
     return failure();

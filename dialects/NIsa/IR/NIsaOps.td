@@ -101,6 +101,14 @@ def NIsa_DmaTransposeOp : NIsa_Instruction<"dma_transpose", (ins NIsa_AccessPatt
   }];
 }
 
+def NIsa_TransposeOp : NIsa_Instruction<"nc_transpose", (ins NIsa_AccessPatternAttr:$src), "$src"> {
+  let summary = "Tensor engine: psum dst[f, p] = sbuf src[p, f], bit-exact";
+  let extraClassDeclaration = [{
+    static ::neuron::runtime::Opcode getOpcode() { return ::neuron::runtime::Opcode::Transpose; }
+    llvm::SmallVector<AccessPatternAttr> getReadPatterns() { return {getSrc()}; }
+  }];
+}
+
 def NIsa_MemsetOp : NIsa_Instruction<"memset", (ins F64Attr:$value), "$value"> {
   let summary = "Vector, Scalar or GpSimd engine: every element of dst = value";
   let description = [{

@@ -173,6 +173,19 @@ LogicalResult ActivationOp::verify() {
   return success();
 }
 
+LogicalResult TransposeOp::verify() {
+  MemRefType s = bufferType(getSource()), t = bufferType(getTarget());
+  if (ntile::getMemSpace(s) != MemSpace::sbuf || ntile::getMemSpace(t) != MemSpace::psum)
+    return emitOpError("transposes an SBUF tile into a PSUM tile");
+  if (s.getElementType() != t.getElementType())
+    return emitOpError("keeps the element type (a transpose is bit-exact)");
+  if (t.getDimSize(0) != s.getDimSize(1) || t.getDimSize(1) != s.getDimSize(0))
+    return emitOpError("target must be [") << s.getDimSize(1) << ", " << s.getDimSize(0) << "]";
+  if (s.getDimSize(0) > 128 || s.getDimSize(1) > 128)
+    return emitOpError("transposes at most 128 x 128 elements");
+  return success();
+}
+
 LogicalResult TensorTensorOp::verify() {
   for (auto [v, name] : {std::pair{getLhs(), "lhs"}, {getRhs(), "rhs"}, {getTarget(), "target"}})
     if (failed(verifyTile(*this, v, name)))

@@ -122,6 +122,21 @@ class NTile_ElementwiseOp<string mnemonic> : NTile_Op<mnemonic> {
   let hasVerifier = 1;
 }
 
+def NTile_TransposeOp : NTile_Op<"transpose"> {
+  let summary = "Tensor engine: psum target[f, p] = source[p, f], bit-exact";
+  let description = [{
+    The PE array's transpose mode (nki.isa nc_transpose on the Tensor engine): an SBUF tile
+    of at most 128 x 128 into a PSUM tile of the same element type.
+    ```mlir
+    ntile.transpose %s to %t : memref<128x64xbf16, #ntile.mem<sbuf>>, memref<64x128xbf16, #ntile.mem<psum>>
+    ```
+  }];
+  let arguments = (ins Arg<NTile_Buffer, "", [MemRead]>:$source,
+                       Arg<NTile_Buffer, "", [MemWrite]>:$target);
+  let assemblyFormat = "$source `to` $target attr-dict `:` type($source) `,` type($target)";
+  let hasVerifier = 1;
+}
+
 def NTile_ActivationOp : NTile_Op<"activation", [AttrSizedOperandSegments]> {
   let summary = "Scalar engine: target = fn(source * scale + bias)";
   let description = [{

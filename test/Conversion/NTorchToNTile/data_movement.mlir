@@ -11,12 +11,36 @@ func.func @ntorch.reshape$alias(%x: tensor<3x200xf32>) -> tensor<600xf32> {
 
 // -----
 
-// A permute is an HBM -> HBM DMA that reads with permuted strides.
+// A permute of integers is an HBM -> HBM DMA that reads with permuted strides (float
+// permutes that move the innermost dim go through the PE array: below).
 // CHECK-LABEL: func @ntorch.permute$dma
 // CHECK: ntile.dma %arg0 <0, {{\[\[}}1, 5], [5, 3]]> to %arg1 <0, {{\[\[}}3, 5], [1, 3]]>
-func.func @ntorch.permute$dma(%x: tensor<3x5xf32>) -> tensor<5x3xf32> {
-  %0 = ntorch.permute %x [1, 0] : tensor<3x5xf32> -> tensor<5x3xf32>
-  return %0 : tensor<5x3xf32>
+func.func @ntorch.permute$dma(%x: tensor<3x5xi32>) -> tensor<5x3xi32> {
+  %0 = ntorch.permute %x [1, 0] : tensor<3x5xi32> -> tensor<5x3xi32>
+  return %0 : tensor<5x3xi32>
+}
+
+// -----
+
+// A float transpose of [512, 300]: rows of the input load contiguously into SBUF (four
+// blocks of 128 rows x 300), nc_transpose turns each 128 x 128 block (the last 44 columns
+// wide) into PSUM, four PSUM tiles in rotation, a copy places it in the output rows (three
+// tiles of 128, 128 and 44 rows x 512), which store contiguously.
+// CHECK-LABEL: func @ntorch.permute$pe
+// CHECK: ntile.dma %arg0 <0, {{\[\[}}300, 128], [1, 300]]> to %{{.*}} : memref<512x300xf32, #ntile.mem<hbm>>, memref<128x300xf32
+// CHECK-COUNT-3: ntile.dma %arg0
+// CHECK-COUNT-4: memref.alloc() : memref<128x128xf32, #ntile.mem<psum>>
+// CHECK: %[[B:.*]] = ntile.view %{{.*}} <0, {{\[\[}}300, 128], [1, 128]]>
+// CHECK-NEXT: ntile.transpose %[[B]] to %{{.*}} : memref<128x128xf32, #ntile.mem<sbuf>>, memref<128x128xf32, #ntile.mem<psum>>
+// CHECK-NEXT: ntile.view
+// CHECK-NEXT: ntile.copy
+// CHECK-COUNT-11: ntile.transpose
+// CHECK: ntile.dma %{{.*}} <0, {{\[\[}}512, 128], [1, 512]]> to %arg1 <0, {{\[\[}}512, 128], [1, 512]]>
+// CHECK: ntile.dma %{{.*}} <0, {{\[\[}}512, 128], [1, 512]]> to %arg1 <65536, {{\[\[}}512, 128], [1, 512]]>
+// CHECK: ntile.dma %{{.*}} <0, {{\[\[}}512, 44], [1, 512]]> to %arg1 <131072, {{\[\[}}512, 44], [1, 512]]>
+func.func @ntorch.permute$pe(%x: tensor<512x300xf32>) -> tensor<300x512xf32> {
+  %0 = ntorch.permute %x [1, 0] : tensor<512x300xf32> -> tensor<300x512xf32>
+  return %0 : tensor<300x512xf32>
 }
 
 // -----
@@ -30,7 +54,7 @@ func.func @ntorch.return$input(%x: tensor<7xf32>) -> tensor<7xf32> {
 
 // -----
 
-// A transpose of [512, 300]: a loop over two blocks of 128 output rows (iv0), each one
+// An integer transpose of [512, 300]: a loop over two blocks of 128 output rows (iv0), each one
 // HBM -> HBM DMA reading columns of the input (element stride 300, so the block start
 // steps by 128 input columns) and writing 128 * 512 = 65536 output elements further;
 // then a remainder block of 44 rows.
@@ -40,9 +64,9 @@ func.func @ntorch.return$input(%x: tensor<7xf32>) -> tensor<7xf32> {
 // CHECK-NEXT: }
 // CHECK-NEXT: ntile.dma %arg0 <256, {{\[\[}}1, 44], [300, 512]]> to %arg1 <131072, {{\[\[}}512, 44], [1, 512]]>
 // CHECK-NEXT: return
-func.func @ntorch.permute$loops(%x: tensor<512x300xf32>) -> tensor<300x512xf32> {
-  %0 = ntorch.permute %x [1, 0] : tensor<512x300xf32> -> tensor<300x512xf32>
-  return %0 : tensor<300x512xf32>
+func.func @ntorch.permute$loops(%x: tensor<512x300xi32>) -> tensor<300x512xi32> {
+  %0 = ntorch.permute %x [1, 0] : tensor<512x300xi32> -> tensor<300x512xi32>
+  return %0 : tensor<300x512xi32>
 }
 
 // -----

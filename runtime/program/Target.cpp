@@ -175,9 +175,21 @@ Target makeTrn3() {
   return t;
 }
 
+// trn3's default LNC=2 (HARDWARE.md: "trn2 and trn3 both default to LNC=2"): one logical
+// core of two physical NC-v4 cores, as trn2-lnc2.
+Target makeTrn3Lnc2() {
+  Target t = makeTrn3();
+  t.name = "trn3-lnc2";
+  t.physicalCores = 2;
+  // ESTIMATE (HARDWARE.md): two physical cores' share of the chip's 4.9 TB/s.
+  t.hbmBytesPerNs = 4900.0 / 4;
+  t.hbmBytesPerCore = 144 * kGiB / 4; // HARDWARE.md: 144 GiB per chip / 4 logical cores
+  return t;
+}
+
 const std::vector<Target> &allTargets() {
   static const std::vector<Target> targets = {
-      makeTrn1(), makeTrn2(), makeTrn2Lnc2(), makeTrn3()};
+      makeTrn1(), makeTrn2(), makeTrn2Lnc2(), makeTrn3(), makeTrn3Lnc2()};
   return targets;
 }
 

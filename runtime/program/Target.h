@@ -10,7 +10,7 @@
 namespace neuron::runtime {
 
 struct Target {
-  std::string name;               // "trn1", "trn2", "trn2-lnc2", "trn3"
+  std::string name;               // "trn1", "trn2", "trn2-lnc2", "trn3", "trn3-lnc2"
   std::string coreName;           // "NC-v2", ...
   Generation generation = Generation::Trn2; // which rows of Isa.def exist
   /// Physical NeuronCores of the simulated logical core (LNC): each has its own engines,

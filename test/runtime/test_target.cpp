@@ -6,8 +6,9 @@
 
 using namespace neuron::runtime;
 
-TEST_CASE("findTarget knows trn1, trn2, trn2-lnc2 and trn3", "[target]") {
-  CHECK(targetNames() == std::vector<std::string>{"trn1", "trn2", "trn2-lnc2", "trn3"});
+TEST_CASE("findTarget knows trn1, trn2, trn2-lnc2, trn3 and trn3-lnc2", "[target]") {
+  CHECK(targetNames() ==
+        std::vector<std::string>{"trn1", "trn2", "trn2-lnc2", "trn3", "trn3-lnc2"});
   for (const std::string &name : targetNames()) {
     const Target *t = findTarget(name);
     REQUIRE(t);

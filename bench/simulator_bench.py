@@ -149,7 +149,6 @@ class Case:
     timing_only: bool = False
     quick: bool = False  # part of --quick
     note: str = ""
-    reference_us: float = 0.0  # HARDWARE.md's reference result, if any
 
 
 def _gemm(m: int, k: int, n: int) -> Callable[[], tuple[torch.nn.Module, tuple]]:
@@ -174,9 +173,6 @@ def cases() -> list[Case]:
             "bf16 12288x8192 @ 8192x8192",
             _gemm(12288, 8192, 8192),
             timing_only=True,
-            note="HARDWARE.md: 11,038 us on one trn2 logical core (LNC=2: 2 physical cores), "
-            "~90% of peak",
-            reference_us=11038.0,
         )
     )
     out.append(
@@ -184,8 +180,6 @@ def cases() -> list[Case]:
             "gemm_ref_1024x4096x4096",
             "bf16 1024x4096 @ 4096x4096",
             _gemm(1024, 4096, 4096),
-            note="HARDWARE.md: 276.8 us on trn2 (eager)",
-            reference_us=276.8,
         )
     )
     for name, shape in (("elementwise_2d", (4096, 8192)), ("elementwise_1d", (32 * 2**20,)),
@@ -399,8 +393,6 @@ def row(r: Result) -> list[str]:
     ratio = r.sim_wall_s / r.eager_s if r.eager_s and not c.timing_only else math.nan
     util = r.extra.get("utilization", {})
     note = c.note
-    if c.reference_us:
-        note += f"; simulated / reference = {r.sim_ns / 1000 / c.reference_us:.2f}x"
     return [
         c.name,
         c.what,

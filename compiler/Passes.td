@@ -57,6 +57,19 @@ def NeuronFoldPartitions : Pass<"neuron-fold-partitions", "mlir::func::FuncOp"> 
   let dependentDialects = ["::neuron::ntorch::NTorchDialect"];
 }
 
+def NeuronOverlapCollectives : Pass<"neuron-overlap-collectives", "mlir::func::FuncOp"> {
+  let summary = "Put the work that waits for a collective after the work that does not";
+  let description = [{
+    Engines run their instructions in program order, so an op that needs a collective's
+    result, placed before independent work on the same engine, holds that work back until the
+    collective completes. Ops that use a collective's result (transitively), and from the
+    first of them on every later collective and op with side effects (which keep their
+    relative order, the same on every rank), move after the other ops of the block; both
+    groups keep their order. The collective itself stays where it was, so it starts as early
+    as before and the independent work runs while it is in flight.
+  }];
+}
+
 def NeuronFuseElementwise : Pass<"neuron-fuse-elementwise", "mlir::func::FuncOp"> {
   let summary = "Group elementwise ops and row reductions into ntorch.fusion regions";
   let description = [{

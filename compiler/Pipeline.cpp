@@ -133,6 +133,7 @@ static void buildNTorchStage(OpPassManager &pm, const PipelineOptions &options) 
   pm.addNestedPass<func::FuncOp>(createNeuronFuseElementwise());
   pm.addNestedPass<func::FuncOp>(
       createNeuronFuseMatmulEpilogue(NeuronFuseMatmulEpilogueOptions{options.target}));
+  pm.addNestedPass<func::FuncOp>(createNeuronOverlapCollectives());
 }
 
 static void buildNTileStage(OpPassManager &pm, const PipelineOptions &options) {

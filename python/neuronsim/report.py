@@ -6,7 +6,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from . import native
+from . import calibration, native
 from .stats import last_run_stats
 
 ENGINES = ("tensor", "vector", "scalar", "gpsimd", "dma")
@@ -148,6 +148,9 @@ def format_report(stats: dict[str, Any], top: int = 8) -> str:
                 f"  {_us(rest):>14} {100 * rest / total:5.1f}%  {'':21}  "
                 f"({len(origins) - top} more)"
             )
+    if stats.get("target"):
+        lines.append("")
+        lines += calibration.describe(stats["target"])
     if stats.get("trace"):
         lines.append("")
         lines.append(f"  trace: {stats['trace']}")

@@ -105,6 +105,11 @@ PYBIND11_MODULE(_C, m) {
         facts["chip_link_latency_ns"] = t->chipLinkLatencyNs;
         facts["node_link_bytes_per_ns"] = t->nodeLinkBytesPerNs;
         facts["node_link_latency_ns"] = t->nodeLinkLatencyNs;
+        facts["collective_phase_ns"] = t->collectivePhaseNs;
+        facts["collective_ring_bytes_per_ns"] = t->collectiveRingBytesPerNs;
+        facts["collective_rhd_bytes_per_ns"] = t->collectiveRhdBytesPerNs;
+        facts["collective_mesh_max_bytes"] = t->collectiveMeshMaxBytes;
+        facts["collective_ring_min_bytes"] = t->collectiveRingMinBytes;
         facts["partitions"] = t->partitions;
         facts["sbuf_bytes_per_partition"] = t->sbufBytesPerPartition;
         facts["psum_bytes_per_partition"] = t->psumBytesPerPartition;

@@ -53,11 +53,17 @@ Target commonCore() {
   // ESTIMATE: fixed cost of one host <-> device copy of the `neuron` device
   // (a DMA descriptor ring round trip over PCIe); no public figure.
   t.hostLinkLatencyNs = 2000;
-  // ESTIMATE: per-step latencies of a ring collective (CC-core handshake plus
-  // DMA start): on one chip, over NeuronLink, and over EFA between instances.
+  // Per-step latencies of a collective (HARDWARE.md, Collectives): about 1-2 us per
+  // NeuronLink hop of an intra-node ring (intranode-collective-comm), about 15 us per EFA hop
+  // (internode-collective-comm); ESTIMATE: 1.5 us between the logical cores of one chip.
   t.onChipLatencyNs = 1500;
-  t.chipLinkLatencyNs = 3000;
+  t.chipLinkLatencyNs = 2000;
   t.nodeLinkLatencyNs = 15000;
+  // Collective algorithm by message size (HARDWARE.md, Collectives; documented for trn2,
+  // intranode-collective-comm: mesh below 1 MB, recursive halving-doubling up to 56 MB,
+  // KangaRing above). trn1 overrides this below.
+  t.collectiveMeshMaxBytes = 1000 * 1000;
+  t.collectiveRingMinBytes = 56 * 1000 * 1000;
   return t;
 }
 
@@ -87,6 +93,15 @@ Target makeTrn1() {
   // ESTIMATE: NeuronLink-v2, no per-chip figure published; 4 links x 96 GB/s.
   t.chipLinkBytesPerNs = 384;
   t.nodeLinkBytesPerNs = 800.0 / 8; // HARDWARE.md: trn1.32xlarge EFA 800 Gbps
+  // FITTED (HARDWARE.md, Collectives) on nccom-test's trn1 2-rank fp32 all-reduce (C1):
+  // 1 KiB in 58 us is two phases of (launch + one 1.5 us on-chip step), so 27.5 us a phase;
+  // 1 GiB in 18,930 us leaves 18,872 us for 2 (p-1)/p x 1 GiB per rank: 56.9 B/ns.
+  // No algorithm choice is documented for trn1: ring at every size (ESTIMATE).
+  t.collectivePhaseNs = 27500;
+  t.collectiveRingBytesPerNs = 1073741824.0 / (18930000 - 58000);
+  t.collectiveRhdBytesPerNs = t.collectiveRingBytesPerNs;
+  t.collectiveMeshMaxBytes = 0;
+  t.collectiveRingMinBytes = 0;
   // HARDWARE.md: NC-v2 Vector/GpSimd SBUF, Vector/Scalar PSUM
   t.sharedSbufPsumPorts = true;
   return t;
@@ -119,9 +134,19 @@ Target makeTrn2() {
   // ESTIMATE: between logical cores of a chip through HBM: a quarter of the
   // chip's bandwidth for each pair.
   t.onChipBytesPerNs = 2900.0 / 4;
-  // ESTIMATE: NeuronLink-v3 per chip; not in the pages read. Half of NC-v4's
-  // published 2.56 TB/s per chip (trn3 below).
-  t.chipLinkBytesPerNs = 1280;
+  // HARDWARE.md: NeuronLink-v3, 1,024 GB/s per chip inside a trn2.48xlarge (trn2-arch;
+  // the chip page's 1.28 TB/s counts UltraServer-only links).
+  t.chipLinkBytesPerNs = 1024;
+  // FITTED (HARDWARE.md, Collectives) on nccom-test points, newest SDK first:
+  // - launch: trn2.48xlarge 64-rank bf16 all-gather of 1 KiB in 101.1 us (C7, SDK 2.32) is one
+  //   mesh phase: launch + one 2 us NeuronLink step, so 99.1 us;
+  // - ring bandwidth: 16-rank fp32 all-reduce of 512 MiB in 9,690 us (C4, SDK 2.28): two
+  //   phases of launch + 24.5 us of ring steps leave 9,442.8 us for 2 x 15/16 x 512 MiB;
+  // - halving-doubling bandwidth: the same at 32 MiB, 2,754 us: two phases of launch + 7 us of
+  //   steps leave 2,541.8 us for 2 x 15/16 x 32 MiB.
+  t.collectivePhaseNs = 99100;
+  t.collectiveRingBytesPerNs = 2 * 15.0 / 16 * 536870912 / 9442800;
+  t.collectiveRhdBytesPerNs = 2 * 15.0 / 16 * 33554432 / 2541800;
   // ESTIMATE: EFA of a trn2.48xlarge, 3.2 Tbps (the instance page; not in
   // HARDWARE.md).
   t.nodeLinkBytesPerNs = 3200.0 / 8;
@@ -171,6 +196,10 @@ Target makeTrn3() {
   // HARDWARE.md: NeuronLink-v4, 2.56 TB/s per chip
   t.chipLinkBytesPerNs = 2560;
   t.nodeLinkBytesPerNs = 3200.0 / 8; // ESTIMATE: as trn2
+  // ESTIMATE: trn3's collective engines as trn2's (no published trn3 collective point).
+  t.collectivePhaseNs = 99100;
+  t.collectiveRingBytesPerNs = 2 * 15.0 / 16 * 536870912 / 9442800;
+  t.collectiveRhdBytesPerNs = 2 * 15.0 / 16 * 33554432 / 2541800;
   t.sharedSbufPsumPorts = false; // HARDWARE.md: lifted since NC-v3
   return t;
 }

@@ -95,7 +95,7 @@ def overlap(rank: int, world: int, port: int, out: str, dependent: bool, timing_
 
     torch.manual_seed(0)
     g = torch.full((1 << 20,), float(rank + 1))
-    x, w = torch.randn(1024, 1024), torch.randn(1024, 1024)
+    x, w = torch.randn(1024, 1024), torch.randn(1024, 4096)
     options = {"timing_only": True} if timing_only else {}
     compiled = torch.compile(f, backend="neuron", dynamic=False, options=options)
     args = [t.to(device) for t in (g, x, w)]

@@ -206,3 +206,24 @@ def test_plot_timeline(tmp_path):
     png = tmp_path / "timeline.png"
     assert neuronsim.plot_timeline(trace, png)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_states_the_targets_calibration():
+    """bench/fidelity.py's summary of the published points checked on each target (fitted
+    points left out) ends the report."""
+    from neuronsim import calibration
+
+    rows = calibration.calibration("trn1")
+    assert {"collectives (nccom-test)", "compiled fp32 kernels vs the best NKI kernels"} <= {
+        row["work"] for row in rows
+    }
+    for row in rows:
+        assert row["points"] > 0 and 0 <= row["median_abs_error"] <= row["max_abs_error"]
+    assert calibration.calibration("trn2-lnc2") == calibration.calibration("trn2") != []
+    text = neuronsim.report({"target": "trn1", "sim_ns": 1000.0}, file=io.StringIO())
+    assert "calibration of trn1 against published measurements" in text
+    assert "collectives (nccom-test): " in text
+    assert calibration.describe("no-such-target") == [
+        "  calibration: no published measurement checks no-such-target yet "
+        "(bench/results/fidelity.md)"
+    ]

@@ -8,13 +8,15 @@ on that instance's chip (r % n) // cores. Links: between logical cores of a chip
 instances (shared by the instance's ranks). Every number comes from the target description
 (runtime/program/Target.cpp, with sources or ESTIMATE marks in runtime/HARDWARE.md).
 
-Algorithms (collective_ns): like a collective library, the fastest of several for the message
-size and the group's placement. All-reduce, reduce-scatter and all-gather (all-reduce is one
-then the other): hierarchical (recursive halving / doubling within each level, from the chip
-out to the instances, pipelined over chunks so that the busiest level sets the pace), a flat
-ring over the group in rank order (ring_ns), and for all-reduce recursive doubling, which
-exchanges the whole buffer in log2 steps (short messages); all-to-all limited by its busiest
-level; a pipelined tree for broadcast; one hop for send/recv.
+Algorithms (collective_ns), as the Neuron runtime picks them by message size (documented for
+trn2: mesh below 1 MB, recursive halving-doubling up to 56 MB, KangaRing above; trn1: ring):
+all-reduce is a reduce-scatter phase then an all-gather phase. A phase costs the target's
+launch and synchronisation (FITTED on nccom-test points, runtime/HARDWARE.md), its steps'
+latencies (mesh: one step; halving-doubling: ceil(log2 m) steps at each level; ring: one hop
+after another around the ring), and its bytes: (p - 1) / p of the data through each rank's
+collective engines at the bus bandwidth they reach with that algorithm, or through the group's
+busiest link if that is slower. All-to-all is limited by its busiest level; broadcast is a
+pipelined tree; send/recv one hop.
 """
 
 from __future__ import annotations
@@ -41,6 +43,17 @@ class Link:
 
 
 @dataclass(frozen=True)
+class CollectiveEngine:
+    """What the target's collective engines reach (runtime/program/Target.cpp)."""
+
+    phase_ns: float  # launch and synchronisation of one phase
+    ring_bytes_per_ns: float  # per-rank bus bandwidth, ring / KangaRing
+    rhd_bytes_per_ns: float  # per-rank bus bandwidth, mesh and halving-doubling
+    mesh_max_bytes: int  # messages below this: mesh
+    ring_min_bytes: int  # messages from this: ring; between: halving-doubling
+
+
+@dataclass(frozen=True)
 class Topology:
     target: str
     cores_per_chip: int
@@ -48,6 +61,7 @@ class Topology:
     on_chip: Link
     chip_link: Link  # per chip
     node_link: Link  # per instance
+    engine: CollectiveEngine
     ranks_on_node: int = 0  # ranks per instance in use; 0: all its logical cores
 
     @classmethod
@@ -69,6 +83,13 @@ class Topology:
             on_chip=Link(f["on_chip_bytes_per_ns"], f["on_chip_latency_ns"]),
             chip_link=Link(f["chip_link_bytes_per_ns"], f["chip_link_latency_ns"]),
             node_link=Link(f["node_link_bytes_per_ns"], f["node_link_latency_ns"]),
+            engine=CollectiveEngine(
+                phase_ns=f["collective_phase_ns"],
+                ring_bytes_per_ns=f["collective_ring_bytes_per_ns"],
+                rhd_bytes_per_ns=f["collective_rhd_bytes_per_ns"],
+                mesh_max_bytes=int(f["collective_mesh_max_bytes"]),
+                ring_min_bytes=int(f["collective_ring_min_bytes"]),
+            ),
             ranks_on_node=ranks_per_node or full,
         )
 
@@ -104,41 +125,52 @@ class Topology:
         return out
 
 
+MESH = "mesh"
+HALVING_DOUBLING = "halving_doubling"
+RING = "ring"
+
+
+def algorithm(topology: Topology, nbytes: int) -> str:
+    """The algorithm the runtime uses for a message of `nbytes` (mesh, halving-doubling or
+    ring), by the target's documented size ranges."""
+    engine = topology.engine
+    if nbytes < engine.mesh_max_bytes:
+        return MESH
+    if nbytes < engine.ring_min_bytes:
+        return HALVING_DOUBLING
+    return RING
+
+
 def _transfer_ns(members: int, nbytes: float, bytes_per_ns: float) -> float:
     """Bandwidth time of one reduce-scatter or all-gather phase at one level: (m - 1) / m of
     the data crosses the level's link."""
     return (members - 1) / members * nbytes / bytes_per_ns
 
 
-def _steps_ns(members: int, link: Link) -> float:
-    """Latency of that phase by recursive halving / doubling: ceil(log2 m) steps."""
-    return math.ceil(math.log2(members)) * link.latency_ns
-
-
 def level_bound_ns(topology: Topology, kind: str, nbytes: int, ranks: list[int]) -> float:
-    """The bandwidth lower bound of the collective on the group's busiest level: a ring over
-    that level's link (2 (m-1)/m B / bw for all-reduce, half for the others), no latency."""
+    """The link bound of the collective on the group's busiest level: 2 (m-1)/m B / bw for
+    all-reduce, half for the others, no latency and no engine limit."""
     factor = 2.0 if kind == ALL_REDUCE else 1.0
     levels = topology.levels(ranks)
     return max((factor * _transfer_ns(m, nbytes, bw) for m, bw, _ in levels), default=0.0)
 
 
-def ring_ns(topology: Topology, kind: str, nbytes: int, ranks: list[int]) -> float:
-    """A flat ring over the group's ranks in the order given (the textbook ring algorithm).
+def _engine_ns(topology: Topology, alg: str, nbytes: int, p: int) -> float:
+    """One phase's bytes through one rank's collective engines: (p - 1) / p of the data at the
+    bus bandwidth of the algorithm."""
+    engine = topology.engine
+    bw = engine.ring_bytes_per_ns if alg == RING else engine.rhd_bytes_per_ns
+    return (p - 1) / p * nbytes / bw
 
-    Every step each rank sends B / p to the next one. A hop between two logical cores of a
-    chip uses the sender's on-chip bandwidth, a hop to another chip of the instance that chip's
-    NeuronLink, a hop to another instance that instance's EFA (hops leaving the same chip or
-    instance share its link). Reduce-scatter and all-gather take p - 1 steps, all-reduce
-    2 (p - 1): for each phase, bandwidth (p - 1) B / p over the busiest link of a step, and
-    latency along the ring (a chunk crosses every hop but one: the sum of the hops'
-    latencies but the smallest). With one kind of link that is the textbook
-    2 (p-1)/p B / bw + 2 (p - 1) latency for all-reduce."""
+
+def _ring_hops(topology: Topology, ranks: list[int]) -> tuple[float, list[float]]:
+    """A ring over the ranks in the order given: the busiest link's bandwidth time per byte of
+    a step's chunk (hops leaving the same chip or instance share its link), and each hop's
+    latency. A hop between two logical cores of a chip uses the sender's on-chip bandwidth, a
+    hop to another chip of the instance that chip's NeuronLink, one to another instance that
+    instance's EFA."""
     p = len(ranks)
-    if p <= 1:
-        return 0.0
-    chunk = nbytes / p
-    load: Counter = Counter()  # (link, its owner) -> bytes per step
+    load: Counter = Counter()  # (link, its owner) -> chunks per step
     latencies = []
     for i, src in enumerate(ranks):
         dst = ranks[(i + 1) % p]
@@ -148,50 +180,45 @@ def ring_ns(topology: Topology, kind: str, nbytes: int, ranks: list[int]) -> flo
             link, owner = topology.chip_link, ("chip", topology.chip_of(src))
         else:
             link, owner = topology.node_link, ("node", topology.node_of(src))
-        load[(link, owner)] += chunk
+        load[(link, owner)] += 1
         latencies.append(link.latency_ns)
-    step = max(nbytes_ / link.bytes_per_ns for (link, _), nbytes_ in load.items())
-    phase = (p - 1) * step + sum(latencies) - min(latencies)
-    return 2 * phase if kind == ALL_REDUCE else phase
+    per_byte = max(chunks / link.bytes_per_ns for (link, _), chunks in load.items())
+    return per_byte, latencies
 
 
-def hierarchical_ns(topology: Topology, kind: str, nbytes: int, ranks: list[int]) -> float:
-    """Hierarchical reduce-scatter / all-gather (all-reduce: one, then the other): a
-    reduce-scatter goes from the innermost level (the logical cores of a chip) out to the
-    instances, an all-gather back in; at each level the members' shares of the data cross that
-    level's link together (so a chip's NeuronLink carries the full buffer once across its
-    ranks), in recursive-halving steps of that link's latency; chunks pipeline through the
-    levels, so the busiest level's transfers set the pace and every level's steps add their
-    latency."""
-    levels = topology.levels(ranks)
-    if not levels:
+def phase_ns(topology: Topology, alg: str, nbytes: int, ranks: list[int]) -> float:
+    """One reduce-scatter or all-gather phase of `nbytes` (the full buffer) over the global
+    `ranks` with algorithm `alg`: launch + steps + bytes (the slower of the engines and the
+    links)."""
+    p = len(ranks)
+    if p <= 1:
         return 0.0
-    one_way = max(_transfer_ns(m, nbytes, bw) for m, bw, _ in levels) + sum(
-        _steps_ns(m, link) for m, _, link in levels
-    )
-    return 2 * one_way if kind == ALL_REDUCE else one_way
-
-
-def recursive_doubling_ns(topology: Topology, nbytes: int, ranks: list[int]) -> float:
-    """All-reduce by recursive doubling: ceil(log2 m) steps at each level, from the chip
-    out, each exchanging the whole buffer (every rank of a chip sends it over the chip's
-    NeuronLink, every rank of an instance over its EFA). Half the steps of reduce-scatter +
-    all-gather, but the whole buffer each time: the algorithm for short messages."""
     levels = topology.levels(ranks)
-    inside = 1  # ranks of the group behind one link of this level
-    total = 0.0
-    for members, bw, link in levels:
-        steps = math.ceil(math.log2(members))
-        total += steps * (link.latency_ns + inside * nbytes / bw)
-        inside *= members
-    return total
+    engine_ns = _engine_ns(topology, alg, nbytes, p)
+    if alg == RING:
+        per_byte, latencies = _ring_hops(topology, ranks)
+        # p - 1 steps of a chunk B / p each; a chunk crosses every hop but one
+        links_ns = (p - 1) * nbytes / p * per_byte
+        steps_ns = sum(latencies) - min(latencies)
+    else:
+        links_ns = max(_transfer_ns(m, nbytes, bw) for m, bw, _ in levels)
+        if alg == MESH:  # every rank exchanges with every peer at once: one step
+            steps_ns = levels[-1][2].latency_ns
+        else:  # recursive halving (or doubling) at each level, from the chip out
+            steps_ns = sum(math.ceil(math.log2(m)) * link.latency_ns for m, _, link in levels)
+    return topology.engine.phase_ns + steps_ns + max(engine_ns, links_ns)
+
+
+def ring_ns(topology: Topology, kind: str, nbytes: int, ranks: list[int]) -> float:
+    """The collective by the ring algorithm (whatever the message size)."""
+    phases = 2 if kind == ALL_REDUCE else 1
+    return phases * phase_ns(topology, RING, nbytes, ranks)
 
 
 def collective_ns(topology: Topology, kind: str, nbytes: int, ranks: list[int]) -> float:
-    """Simulated time of one collective of `kind` over the global `ranks`: for all-reduce,
-    reduce-scatter and all-gather the fastest of the hierarchical algorithm, a flat ring and
-    (all-reduce) recursive doubling, as a collective library picks one by message size and
-    placement."""
+    """Simulated time of one collective of `kind` over the global `ranks` (`nbytes` as
+    nccom-test counts them: the buffer of an all-reduce or broadcast, the gathered output of an
+    all-gather, the full input of a reduce-scatter, what each rank sends of an all-to-all)."""
     if kind not in KINDS:
         raise ValueError(f"unknown collective kind {kind!r}; known: {', '.join(KINDS)}")
     p = len(ranks)
@@ -199,24 +226,20 @@ def collective_ns(topology: Topology, kind: str, nbytes: int, ranks: list[int]) 
         return 0.0
     levels = topology.levels(ranks)
     outer = levels[-1][2]
-    if kind == SEND_RECV:
+    launch = topology.engine.phase_ns
+    if kind == SEND_RECV:  # one DMA to the peer: no collective launch
         return nbytes / outer.bytes_per_ns + outer.latency_ns
     if kind == BARRIER:
-        return 2 * math.ceil(math.log2(p)) * outer.latency_ns
+        return launch + 2 * math.ceil(math.log2(p)) * outer.latency_ns
     if kind == BROADCAST:  # pipelined tree: the data crosses the slowest link once
-        slowest = min(bw for _, bw, _ in levels)
-        return nbytes / slowest + math.ceil(math.log2(p)) * outer.latency_ns
+        slowest = min(min(bw for _, bw, _ in levels), topology.engine.ring_bytes_per_ns)
+        return launch + nbytes / slowest + math.ceil(math.log2(p)) * outer.latency_ns
     if kind == ALL_TO_ALL:  # each level carries the data leaving it; the busiest link decides
         inside = 1
-        times = []
+        times = [_engine_ns(topology, MESH, nbytes, p)]
         for members, bw, _ in levels:
             inside *= members
             times.append((p - inside / members) / p * nbytes * (inside / members) / bw)
-        return max(times) + (p - 1) * levels[0][2].latency_ns
-    candidates = [
-        hierarchical_ns(topology, kind, nbytes, ranks),
-        ring_ns(topology, kind, nbytes, ranks),
-    ]
-    if kind == ALL_REDUCE:
-        candidates.append(recursive_doubling_ns(topology, nbytes, ranks))
-    return min(candidates)
+        return launch + max(times) + outer.latency_ns
+    phases = 2 if kind == ALL_REDUCE else 1
+    return phases * phase_ns(topology, algorithm(topology, nbytes), nbytes, ranks)

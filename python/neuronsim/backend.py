@@ -19,6 +19,7 @@ from .compiler import compile_fx_graph
 from .device import placement
 from .errors import NeuronCompileError
 from .attention import fuse_attention
+from .flex_attention import lower_flex_attention
 from .complex_lowering import LOWERED_HERE, lower_complex
 from .decompositions import NEURON_DECOMPOSITIONS
 from .grouped_mm import registered_library_op_decompositions
@@ -104,6 +105,7 @@ def _compile_static(
     check_static_graph(gm)
     keep_message_free_asserts(gm)
     fuse_attention(gm)  # scaled_dot_product_attention -> one fused kernel where exact
+    lower_flex_attention(gm)  # flex_attention -> its dense ATen form
     prefix = f"{resolved.model_name}_" if resolved.model_name else ""
 
     def compile_graph(graph: torch.fx.GraphModule, inputs: Sequence[Any], kind: str) -> Any:

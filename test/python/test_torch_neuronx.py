@@ -278,6 +278,63 @@ def test_generators_on_the_device():
     torch.testing.assert_close(torch.empty(8, device=DEV).normal_(generator=g).cpu(), first)
 
 
+def test_default_generator_state_is_seed_and_offset_as_dtensor_expects():
+    # DTensor's offset-based RNG tracker (torchtitan, FSDP2, TP) reads the device state as
+    # CUDA's Philox one: 16 bytes, seed then offset (uint64), and rewrites the offset per shard.
+    torch.neuron.manual_seed(7)
+    state = torch.neuron.get_rng_state()
+    assert state.dtype == torch.uint8 and state.shape == (16,)
+    assert state.view(torch.uint64).tolist() == [7, 0]
+    first = torch.randn(5, device=DEV).cpu()
+    assert torch.neuron.get_rng_state().view(torch.uint64).tolist() == [7, 8]  # 5 -> 8
+    torch.neuron.set_rng_state(state)
+    assert torch.equal(torch.randn(5, device=DEV).cpu(), first)  # the same state, the same draw
+    moved = state.clone()
+    moved.view(torch.uint64)[1] = 1024  # another shard's offset: other numbers
+    torch.neuron.set_rng_state(moved)
+    assert not torch.equal(torch.randn(5, device=DEV).cpu(), first)
+    with torch.random.fork_rng(device_type="neuron"):
+        torch.rand(3, device=DEV)
+    assert torch.neuron.get_rng_state().view(torch.uint64).tolist() == [7, 1032]
+    with pytest.raises(RuntimeError, match="a device generator's state is 16 bytes"):
+        torch.neuron.set_rng_state(torch.Generator().get_state())
+
+
+def test_kernel_traced_from_four_threads_at_once():
+    from neuronsim import kernels
+    from neuronsim.kernels import language as nl
+
+    barrier = threading.Barrier(4, timeout=60)
+
+    @kernels.jit
+    def scale(x, k: float):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        barrier.wait()  # every thread is inside its trace at once
+        for i in range(x.shape[0] // 128):
+            t = nl.load(x[nl.ds(i * 128, 128), :])
+            nl.store(out[nl.ds(i * 128, 128), :], value=t * k)
+        return out
+
+    errors, results = [], {}
+
+    def work(n: int) -> None:
+        try:
+            x = torch.randn(128 * n, 64)
+            results[n] = (scale(x, float(n)), x * n)
+        except Exception as error:  # noqa: BLE001 - reported below
+            errors.append(repr(error))
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in (1, 2, 3, 4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert sorted(results) == [1, 2, 3, 4]
+    for out, expected in results.values():
+        assert torch.equal(out, expected)
+
+
 def test_torchneuron_environment_variables(monkeypatch):
     from neuronsim.device import environment
 

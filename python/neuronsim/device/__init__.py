@@ -48,6 +48,9 @@ def register() -> None:
     # registrations live as long as these objects
     _libraries.extend([fallback, kernels, autocast_fallthrough])
     default_backend.install()  # torch.compile(model) of neuron tensors: the neuron backend
+    from ..flex_attention import allow_neuron_tensors
+
+    allow_neuron_tensors()  # flex_attention accepts neuron tensors (about 17 ms of import)
     sharing.install()  # neuron tensors through torch.multiprocessing (DataLoader workers)
     _registered = True
 

@@ -16,6 +16,20 @@ def _has_neuron_tensor(inputs: Any) -> bool:
     return any(isinstance(v, torch.Tensor) and v.device.type == "neuron" for v in inputs)
 
 
+def _makes_neuron_tensor(model: Any) -> bool:
+    """A graph without neuron inputs that makes neuron tensors (torch.arange(n,
+    device="neuron"): compiled create_block_mask) is the device's too."""
+    graph = getattr(model, "graph", None)
+    if graph is None:
+        return False
+    for node in graph.nodes:
+        value = node.meta.get("example_value")
+        values = value if isinstance(value, (tuple, list)) else [value]
+        if _has_neuron_tensor(values):
+            return True
+    return False
+
+
 def install() -> None:
     """Routes TorchInductor's entry (torch.compile's default backend) to the neuron backend
     for graphs with a neuron input (idempotent)."""
@@ -26,7 +40,7 @@ def install() -> None:
     inductor_call = wrapper.__call__
 
     def __call__(self: Any, model_: Any, inputs_: Any, **kwargs: Any) -> Any:  # noqa: N807
-        if _has_neuron_tensor(inputs_):
+        if _has_neuron_tensor(inputs_) or _makes_neuron_tensor(model_):
             from ..backend import neuron_backend
 
             return neuron_backend(model_, inputs_)

@@ -60,7 +60,7 @@ _lock = threading.Lock()
 _device_lock = threading.RLock()
 _entries: collections.OrderedDict[Any, Callable[..., Any]] = collections.OrderedDict()
 _warned: set[str] = set()
-_generator: Callable[[], torch.Generator] | None = None  # set by module.py
+_generator: Callable[[], Any] | None = None  # module.default_generator, set by __init__.py
 
 
 def clear() -> None:
@@ -485,9 +485,10 @@ def _cpu_entry(op: torch._ops.OpOverload, reason: str):
         for tensor in operands:
             hbm.count_host_transfer(index, False, tensor.numel() * tensor.element_size())
         host_args, host_kwargs = pytree.tree_map_only(torch.Tensor, hbm.host_view, (args, kwargs))
-        device_generator = None
+        device_generator = default = None
         if generator_arg and host_kwargs.get(generator_arg) is None and _generator is not None:
-            host_kwargs = {**host_kwargs, generator_arg: _generator()}
+            default = _generator()
+            host_kwargs = {**host_kwargs, generator_arg: default.host_generator()}
         elif generator_arg and _on_device(host_kwargs.get(generator_arg)):
             # torch.Generator(device="neuron"): the CPU kernel draws from a CPU generator in
             # its state, whose new state goes back to it.
@@ -498,6 +499,9 @@ def _cpu_entry(op: torch._ops.OpOverload, reason: str):
         result = op(*host_args, **host_kwargs)
         if device_generator is not None:
             device_generator.set_state(host_kwargs[generator_arg].get_state())
+        if default is not None:  # the (seed, offset) generator moves past what the op drew
+            default.advance(sum(t.numel() for t in pytree.tree_leaves(result)
+                                if isinstance(t, torch.Tensor)))
         for tensor in _mutated_tensors(op, args, kwargs):
             hbm.count_host_transfer(index, True, tensor.numel() * tensor.element_size())
         # An argument the op returns as itself (in-place, out=) comes back as the device tensor.

@@ -16,8 +16,71 @@ _state = threading.local()
 _device_count = 1
 _target = "trn2"
 _cores: list[int] = [0]  # the logical core id of each device (NEURON_RT_VISIBLE_CORES)
-_generators: list[torch.Generator] = []
+_generators: list[DeviceGenerator] = []
 _initial_seeds: list[int] = []
+_MASK64 = (1 << 64) - 1
+
+
+def _splitmix64(x: int) -> int:
+    x = (x + 0x9E3779B97F4A7C15) & _MASK64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return x ^ (x >> 31)
+
+
+class DeviceGenerator:
+    """A device's default generator, a (seed, offset) pair as CUDA's Philox generator: its
+    state is 16 bytes (seed and offset as uint64), which is what DTensor's offset-based RNG
+    tracker reads and rewrites for each shard (torchtitan, FSDP2, tensor parallel). A random
+    op draws on the CPU from an mt19937 seeded from (seed, offset), then the offset advances
+    by its elements rounded up to 4 (CUDA's increment); the same state gives the same
+    numbers, different offsets (shards) different ones."""
+
+    def __init__(self, seed: int | None = None) -> None:
+        self._seed = int(torch.Generator().initial_seed() if seed is None else seed) & _MASK64
+        self._offset = 0
+
+    def manual_seed(self, seed: int) -> DeviceGenerator:
+        self._seed, self._offset = int(seed) & _MASK64, 0
+        return self
+
+    def seed(self) -> int:
+        self.manual_seed(torch.Generator().seed())
+        return self._seed
+
+    def initial_seed(self) -> int:
+        return self._seed
+
+    def get_offset(self) -> int:
+        return self._offset
+
+    def set_offset(self, offset: int) -> None:
+        self._offset = int(offset) & _MASK64
+
+    def get_state(self) -> torch.Tensor:
+        return torch.tensor([self._seed, self._offset], dtype=torch.uint64).view(torch.uint8)
+
+    def set_state(self, new_state: torch.Tensor) -> None:
+        state = new_state.detach().to("cpu")
+        if state.dtype != torch.uint8 or state.numel() != 16:
+            raise RuntimeError(
+                "neuron: a device generator's state is 16 bytes (uint8: seed and offset as "
+                f"uint64, as torch.neuron.get_rng_state() returns), got {state.numel()} "
+                f"elements of {state.dtype}"
+            )
+        seed, offset = state.contiguous().view(torch.uint64).tolist()
+        self._seed, self._offset = int(seed), int(offset)
+
+    def host_generator(self) -> torch.Generator:
+        """The CPU generator an op at the current offset draws from."""
+        return torch.Generator().manual_seed(_splitmix64(self._seed ^ _splitmix64(self._offset)))
+
+    def advance(self, elements: int) -> None:
+        self._offset = (self._offset + (int(elements) + 3) // 4 * 4) & _MASK64
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device("neuron", _generators.index(self) if self in _generators else 0)
 
 
 def _configure(cores: list[int], target: str) -> None:
@@ -25,12 +88,12 @@ def _configure(cores: list[int], target: str) -> None:
     device_count = len(cores)
     _device_count, _target = device_count, target
     _cores[:] = cores
-    _generators[:] = [torch.Generator() for _ in range(device_count)]
+    _generators[:] = [DeviceGenerator() for _ in range(device_count)]
     _initial_seeds[:] = [g.initial_seed() for g in _generators]
     default_generators = tuple(_generators)
 
 
-default_generators: tuple[torch.Generator, ...] = ()  # as torch.cuda.default_generators
+default_generators: tuple[DeviceGenerator, ...] = ()  # as torch.cuda.default_generators
 
 
 def _index(device: Any = None) -> int:
@@ -188,10 +251,11 @@ def get_amp_supported_dtype() -> list[torch.dtype]:
     return [torch.bfloat16, torch.float16]
 
 
-# Random numbers: one CPU generator per device (random ops run on the CPU, over device memory).
+# Random numbers: one (seed, offset) generator per device (random ops run on the CPU, over device
+# memory, from a CPU generator seeded from both).
 
 
-def default_generator(device: Any = None) -> torch.Generator:
+def default_generator(device: Any = None) -> DeviceGenerator:
     return _generators[_index(device)]
 
 

@@ -4,6 +4,7 @@ recording loops and tile ops (ir.py), and checking what a kernel author gets wro
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -12,7 +13,27 @@ import torch
 from . import ir
 from .ir import Aff, KernelError, Source, Tile, TileRegion, caller_source
 
-_current: list[Tracer] = []
+class _TracerStack(threading.local):
+    """The kernels being traced, per thread: kernels traced from several threads at once each
+    record into their own tracer (one module-global stack mixed their ops)."""
+
+    def __init__(self) -> None:
+        self.items: list[Tracer] = []
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def __getitem__(self, index: int) -> Tracer:
+        return self.items[index]
+
+    def append(self, tracer: Tracer) -> None:
+        self.items.append(tracer)
+
+    def pop(self) -> Tracer:
+        return self.items.pop()
+
+
+_current = _TracerStack()
 
 
 def tracer() -> Tracer:

@@ -43,13 +43,16 @@ class Source:
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+# Directories of the language's own code (neuronsim.nki adds its own): a kernel's source line
+# is the first frame outside them.
+LANGUAGE_DIRS = {_PACKAGE_DIR}
 
 
 def caller_source() -> Source:
     """The first frame outside this package: the kernel's line that called the language."""
     frame = sys._getframe(1)
-    while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == (
-        _PACKAGE_DIR
+    while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) in (
+        LANGUAGE_DIRS
     ):
         frame = frame.f_back
     if frame is None:
@@ -143,6 +146,14 @@ class Aff:
     def __index__(self) -> int:
         if self.is_const():
             return self.const
+        from .tracer import _current
+
+        if _current and _current[-1].dialect == "legacy":
+            # neuronsim.nki: a legacy loop whose variable is needed as an int (a list index)
+            # is unrolled; the kernel is traced again
+            from ..nki._index import Unroll
+
+            raise Unroll(list(self.terms))
         raise KernelError(f"{caller_source()}: a loop variable of nl.affine_range / "
                           "nl.sequential_range is symbolic: use it in indices, not as a Python int "
                           "(use range() for a loop unrolled at trace time)")
@@ -267,6 +278,16 @@ class HbmAccess:
     """Elements of an HBM tensor: offset (affine) and [stride, size] pairs, outermost first."""
 
     tensor: HbmTensor
+    offset: Aff
+    dims: list[tuple[int, int]]
+
+
+@dataclass
+class TileAccess:
+    """Elements of an SBUF/PSUM tile through a DMA pattern (partition dim first): offset
+    (affine, in elements of the tile's [partitions, free] layout) and [stride, size] pairs."""
+
+    tile: Tile
     offset: Aff
     dims: list[tuple[int, int]]
 
@@ -430,6 +451,9 @@ class Emitter:
         if isinstance(side, HbmAccess):
             return (f"{self.hbm_names[id(side.tensor)]} {self.ap(env, side.offset, side.dims)}",
                     side.tensor.mlir_type())
+        if isinstance(side, TileAccess):
+            return (f"{env.name(side.tile)} {self.ap(env, side.offset, side.dims)}",
+                    side.tile.mlir_type())
         if isinstance(side, ConstantTensor):
             return (f"{self.constant_names[id(side)]} {self.ap(env, Aff(offset), dims or [])}",
                     side.mlir_type())

@@ -65,6 +65,12 @@ class HbmView:
         return self.tensor.dtype
 
     def __getitem__(self, key: Any) -> HbmView:
+        from .tracer import _current
+
+        if _current and _current[-1].dialect is not None:  # neuronsim.nki: NKI's indices
+            from ..nki._index import index_hbm
+
+            return index_hbm(self, key)
         keys = key if isinstance(key, tuple) else (key,)
         if Ellipsis in keys:
             i = keys.index(Ellipsis)

@@ -48,12 +48,21 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 LANGUAGE_DIRS = {_PACKAGE_DIR}
 
 
+_IN_LANGUAGE: dict[str, bool] = {}
+
+
+def _in_language(filename: str) -> bool:
+    found = _IN_LANGUAGE.get(filename)
+    if found is None:
+        found = os.path.dirname(os.path.abspath(filename)) in LANGUAGE_DIRS
+        _IN_LANGUAGE[filename] = found
+    return found
+
+
 def caller_source() -> Source:
     """The first frame outside this package: the kernel's line that called the language."""
     frame = sys._getframe(1)
-    while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) in (
-        LANGUAGE_DIRS
-    ):
+    while frame is not None and _in_language(frame.f_code.co_filename):
         frame = frame.f_back
     if frame is None:
         return Source("<unknown>", 0)
@@ -71,7 +80,7 @@ def mlir_type(dtype: torch.dtype) -> str:
 
 
 def dtype_bytes(dtype: torch.dtype) -> int:
-    return torch.empty((), dtype=dtype).element_size()
+    return dtype.itemsize
 
 
 def f64(value: float) -> str:
@@ -92,13 +101,15 @@ class Aff:
     __slots__ = ("const", "terms")
 
     def __init__(self, const: int = 0, terms: dict[Loop, int] | None = None) -> None:
-        self.const = int(const)
-        self.terms = {k: v for k, v in (terms or {}).items() if v != 0}
+        self.const = const if type(const) is int else int(const)
+        self.terms = {k: v for k, v in terms.items() if v != 0} if terms else {}
 
     @staticmethod
     def of(value: Any) -> Aff:
-        if isinstance(value, Aff):
+        if type(value) is Aff:
             return value
+        if type(value) is int:
+            return Aff(value)
         if isinstance(value, bool) or not isinstance(value, int):
             raise TypeError(f"a kernel index must be an int or a loop variable, got {value!r}")
         return Aff(value)
@@ -107,9 +118,17 @@ class Aff:
         return not self.terms
 
     def __add__(self, other: Any) -> Aff:
+        if type(other) is int:
+            if not self.terms:
+                return Aff(self.const + other)
+            r = Aff(self.const + other)
+            r.terms = dict(self.terms)
+            return r
         if not isinstance(other, (Aff, int)):
             return NotImplemented
         o = Aff.of(other)
+        if not o.terms and not self.terms:
+            return Aff(self.const + o.const)
         terms = dict(self.terms)
         for k, v in o.terms.items():
             terms[k] = terms.get(k, 0) + v
@@ -183,7 +202,7 @@ class Scope:
         self.parent = parent
         self.loop = loop
         self.ops: list[Op] = []
-        self.tiles: list[Tile] = []
+        self.tiles: dict[int, Tile] = {}  # by id (insertion order)
 
     def encloses(self, other: Scope) -> bool:
         s: Scope | None = other

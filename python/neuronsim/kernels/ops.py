@@ -317,7 +317,7 @@ def _redirect(target: TileView, value: TileView, source: Source) -> ir.Op | None
         if isinstance(ops[i], ir.AllocOp) and ops[i].tile is tile:
             del ops[i]
             break
-    t.scope.tiles.remove(tile)
+    t.scope.tiles.pop(tile.id, None)
     op.dst = target.region
     t.fresh = None
     return op

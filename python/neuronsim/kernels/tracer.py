@@ -92,7 +92,7 @@ class Tracer:
             raise error(f"{space.upper()} over capacity: a tile of "
                         f"{tile.bytes_per_partition()} bytes per partition, more than the "
                         f"{self.capacity[space]} of one partition", source)
-        scope.tiles.append(tile)
+        scope.tiles[tile.id] = tile
         alloc = ir.AllocOp(source, tile)
         if at_root:
             self.prologue.append(alloc)

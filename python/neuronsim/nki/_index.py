@@ -63,43 +63,56 @@ class _Base:
 
 
 class Arange:
-    """const + coef * base over one axis of an index grid (axis None: not yet placed)."""
+    """const + sum(coef * base): an index grid expression; each base is one nl.arange placed
+    on one grid axis ([:, None]: partitions; None: not yet placed)."""
 
-    def __init__(self, base: _Base, coef: int = 1, const: Any = 0, axis: int | None = None
-                 ) -> None:
-        self.base, self.coef, self.const, self.axis = base, coef, Aff.of(const), axis
+    def __init__(self, terms: list[tuple[_Base, int, int | None]], const: Any = 0) -> None:
+        self.terms, self.const = terms, Aff.of(const)
 
     @property
     def n(self) -> int:
-        return self.base.n
+        return self.terms[0][0].n if self.terms else 1
+
+    @property
+    def axis(self) -> int | None:
+        return self.terms[0][2] if len(self.terms) == 1 else None
+
+    @property
+    def base(self) -> _Base:
+        return self.terms[0][0]
+
+    @property
+    def coef(self) -> int:
+        return self.terms[0][1]
 
     def __getitem__(self, key: Any) -> Arange:
         keys = key if isinstance(key, tuple) else (key,)
         axes = [i for i, k in enumerate(keys) if isinstance(k, slice)]
-        if len(axes) != 1 or any(k is not None and not isinstance(k, slice) for k in keys):
+        if len(axes) != 1 or len(self.terms) != 1 or any(
+                k is not None and not isinstance(k, slice) for k in keys):
             raise error("an nl.arange grid is placed with [:, None] (partitions) or "
                         "[None, :] (free)")
-        return Arange(self.base, self.coef, self.const, axes[0])
-
-    def _with(self, coef: int, const: Aff) -> Arange:
-        return Arange(self.base, coef, const, self.axis)
+        b, c, _ = self.terms[0]
+        return Arange([(b, c, axes[0])], self.const)
 
     def __add__(self, o: Any) -> Arange:
         if isinstance(o, Arange):
-            raise error("a sum of two index grids is not supported by NeuronSim's NKI")
-        return self._with(self.coef, self.const + Aff.of(o))
+            return Arange(self.terms + o.terms, self.const + o.const)
+        return Arange(self.terms, self.const + Aff.of(o))
 
     __radd__ = __add__
 
     def __sub__(self, o: Any) -> Arange:
+        if isinstance(o, Arange):
+            return self + (-o)
         return self + (-Aff.of(o))
 
     def __rsub__(self, o: Any) -> Arange:
-        return self._with(-self.coef, Aff.of(o) - self.const)
+        return (-self) + o
 
     def __mul__(self, o: Any) -> Arange:
         k = concrete(o, "a grid factor")
-        return self._with(self.coef * k, self.const * k)
+        return Arange([(b, c * k, a) for b, c, a in self.terms], self.const * k)
 
     __rmul__ = __mul__
 
@@ -107,15 +120,13 @@ class Arange:
         return self * -1
 
     def _cmp(self, o: Any, op: str) -> Mask:
-        bound = concrete(o - self.const if isinstance(o, Aff) else Aff.of(o) - self.const,
-                         "a mask bound") if not isinstance(o, Arange) else None
-        if bound is None:
-            raise error("masks compare an index grid with an int")
-        c = self.coef
-        # c * b (op) bound, b in [0, n): a range of b
-        lo, hi = 0, self.n
+        if isinstance(o, Arange) or len(self.terms) != 1:
+            raise error("masks compare one index grid with an int")
+        bound = concrete(Aff.of(o) - self.const, "a mask bound")
+        base, c, _ = self.terms[0]
         import math
 
+        lo, hi = 0, base.n
         if op in ("lt", "le"):
             lim = bound - (1 if op == "lt" else 0)  # c * b <= lim
             if c > 0:
@@ -130,7 +141,7 @@ class Arange:
                 hi = min(hi, math.floor(lim / c) + 1)
         else:
             raise error(f"masks take <, <=, >, >= comparisons of index grids, got {op}")
-        return Mask({self.base.id: (lo, hi)})
+        return Mask({base.id: (lo, hi)})
 
     def __lt__(self, o: Any) -> Mask:
         return self._cmp(o, "lt")
@@ -144,16 +155,20 @@ class Arange:
     def __ge__(self, o: Any) -> Mask:
         return self._cmp(o, "ge")
 
-    def restricted(self, mask: Mask | None) -> tuple[Aff, int, int]:
-        """(start, count, step) of the indices, after a mask."""
-        lo, hi = 0, self.n
-        if mask is not None and self.base.id in mask.ranges:
-            lo, hi = mask.ranges[self.base.id]
-        count = max(0, hi - lo)
-        if self.coef >= 0:
-            return self.const + self.coef * lo, count, self.coef
-        # decreasing indices: not a DMA pattern NeuronSim takes
-        raise error("index grids with a negative factor are not supported by NeuronSim's NKI")
+    def parts(self, mask: Mask | None) -> tuple[Aff, list[tuple[int | None, int, int, int]]]:
+        """(start, [(axis, coef, count, base id)]) after a mask."""
+        start = self.const
+        dims = []
+        for base, c, axis in self.terms:
+            lo, hi = 0, base.n
+            if mask is not None and base.id in mask.ranges:
+                lo, hi = mask.ranges[base.id]
+            if c < 0:
+                raise error("index grids with a negative factor are not supported by "
+                            "NeuronSim's NKI")
+            start = start + c * lo
+            dims.append((axis, c, max(0, hi - lo), base.id))
+        return start, dims
 
 
 class Mask:
@@ -180,7 +195,7 @@ def arange(*args: int) -> Arange:
     else:
         raise error("nl.arange takes (stop) or (start, stop)")
     start, stop = int(start), int(stop)
-    return Arange(_Base(stop - start), 1, start)
+    return Arange([(_Base(stop - start), 1, None)], start)
 
 
 class Grid:
@@ -223,7 +238,7 @@ class _MGrid:
             if not isinstance(k, slice) or k.step not in (None, 1):
                 raise error("nl.mgrid takes ranges with step 1: nl.mgrid[0:P, 0:F]")
             start = 0 if k.start is None else int(k.start)
-            axes.append(Arange(_Base(int(k.stop) - start), 1, start, i))
+            axes.append(Arange([(_Base(int(k.stop) - start), 1, i)], start))
         return Grid(axes)
 
 
@@ -233,9 +248,6 @@ mgrid = _MGrid()
 def key_parts(key: Any, size: int, mask: Mask | None, what: str
               ) -> tuple[Aff, int, int, bool, int | None]:
     """(start, count, step, keeps the dim, grid axis) of one index over a dim of `size`."""
-    if isinstance(key, Arange):
-        start, count, step = key.restricted(mask)
-        return start, count, step, True, key.axis
     if isinstance(key, DynSlice):
         return key.start, key.size, 1, True, None
     if isinstance(key, slice):
@@ -274,6 +286,22 @@ def index_hbm(view: HbmView, key: Any, mask: Mask | None = None) -> HbmView | No
     offset = view.offset
     dims: list[tuple[int, int, int | None, int]] = []  # stride, count, grid axis, position
     for i, ((stride, size), k) in enumerate(zip(view.dims, keys)):
+        if isinstance(k, Arange):
+            start, parts = k.parts(mask)
+            if any(cnt == 0 for _, _, cnt, _ in parts):
+                return None
+            lo, hi = start.bounds()
+            top = hi + sum(c * (cnt - 1) for _, c, cnt, _ in parts)
+            if lo < 0 or top >= size:
+                if mask is None:  # a mask given to the load/store may bring it inside
+                    return Pending(view, key, f"index grid of dim {i} is outside its size "
+                                   f"{size} (up to {top}) and no mask= keeps it inside")
+                raise error(f"index grid of dim {i} is outside its size {size} (up to {top}) "
+                            "after its mask")
+            offset = offset + start * stride
+            for axis, c, cnt, _ in parts:
+                dims.append((stride * c, cnt, axis, i))
+            continue
         start, count, step, keep, axis = key_parts(k, size, mask, "HBM tensor")
         if count == 0:
             return None
@@ -299,6 +327,11 @@ def as_hbm(value: Any, what: str, mask: Mask | None = None) -> HbmView:
         return HbmView(value)
     if isinstance(value, MaskedHbm):
         return value.view
+    if isinstance(value, Pending):
+        if mask is None:
+            raise error(value.message)
+        parent, key = value.nki_src
+        return index_hbm(parent, key, mask)  # type: ignore[return-value]
     if isinstance(value, HbmView):
         if mask is not None and hasattr(value, "nki_src"):
             parent, key = value.nki_src
@@ -306,6 +339,18 @@ def as_hbm(value: Any, what: str, mask: Mask | None = None) -> HbmView:
         return value
     raise error(f"{what} must be an HBM tensor (a kernel argument or output), got "
                 f"{type(value).__name__}")
+
+
+class Pending:
+    """An HBM view whose grid indices reach outside the tensor: valid only under a mask
+    (given to nl.load / nl.store); anything else reports the error."""
+
+    def __init__(self, view: HbmView, key: Any, message: str) -> None:
+        self.nki_src = (view, key)
+        self.message = message
+
+    def __getattr__(self, name: str) -> Any:
+        raise error(self.message)
 
 
 class MaskedHbm:
@@ -320,7 +365,7 @@ def as_tile(value: Any, what: str, mask: Mask | None = None) -> Any:
     from ._tiles import NTile
 
     if isinstance(value, NTile):
-        return value
+        return value.masked(mask) if mask is not None else value
     if isinstance(value, (ir.HbmTensor, HbmView)):
         raise error(f"{what} is an HBM tensor; engines read SBUF/PSUM tiles: load it first")
     from ..kernels.values import TileView

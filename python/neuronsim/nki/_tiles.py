@@ -72,8 +72,29 @@ class NTile:
             expected *= n
         return TileRegion(self.tile, self.p0, self.np, self.c0, self.free_size())
 
+    def contiguous(self) -> bool:
+        if any(n != 1 for _, n in self.blocks):
+            return False
+        expected = 1
+        for stride, n in reversed(self.free):
+            if n != 1 and stride != expected:
+                return False
+            expected *= n
+        return True
+
     def flat(self, source: Source | None = None) -> TileView:
-        return TileView(self.region(source))
+        """The 2-D region engines read; a strided view (or one with block dims) is first
+        gathered into a new tile by an SBUF-to-SBUF DMA (engines read contiguous rows)."""
+        source = source or caller_source()
+        if self.contiguous():
+            return TileView(self.region(source))
+        tmp = new_tile((self.np, self.free_size()), self.dtype, self.tile.space
+                       if self.tile.space == "sbuf" else "sbuf", source)
+        t = tracer()
+        t.read(self.region_for_check(), source)
+        t.write(tmp.region(source), source)
+        t.record(ir.DmaOp(source, self.access(), None, tmp.access()))
+        return TileView(tmp.region(source))
 
     def access(self) -> ir.TileAccess:
         """The DMA pattern of this view (partitions first)."""
@@ -88,6 +109,8 @@ class NTile:
     # -- indexing ----------------------------------------------------------------------
 
     def _index(self, key: Any, mask: Mask | None = None) -> NTile:
+        from ._index import Arange
+
         source = caller_source()
         if isinstance(key, NTile) or (isinstance(key, tuple) and any(
                 isinstance(k, NTile) for k in key)):
@@ -97,16 +120,41 @@ class NTile:
         keys = expand_keys(key, len(shape))
         nb = len(self.blocks)
         c0 = self.c0
-        blocks, free = [], []
+        blocks: list[tuple[int, int]] = []
+        free: list[tuple[int, int, int, int]] = []  # stride, count, grid axis, position
         p0, np_ = self.p0, self.np
+        grids = False
         for i, k in enumerate(keys):
             size = shape[i]
+            stride = self.blocks[i][0] if i < nb else (
+                0 if i == nb else self.free[i - nb - 1][0])
+            if isinstance(k, Arange):
+                grids = True
+                start, parts = k.parts(mask)
+                lo, hi = start.bounds()
+                top = hi + sum(c * (n - 1) for _, c, n, _ in parts)
+                if lo < 0 or top >= size or any(n < 1 for _, _, n, _ in parts):
+                    raise error(f"index grid of dim {i} is outside the tile's size {size}",
+                                source)
+                if i == nb:
+                    if len(parts) != 1 or parts[0][1] != 1 or not start.is_const():
+                        raise error("a tile's partitions are indexed by one nl.arange grid "
+                                    "(step 1) plus an int", source)
+                    p0, np_ = self.p0 + start.const, parts[0][2]
+                    continue
+                c0 = c0 + start * stride
+                for axis, c, n, _ in parts:
+                    if i < nb:
+                        if n > 1:
+                            blocks.append((stride * c, n))
+                    else:
+                        free.append((stride * c, n, axis if axis is not None else 1 << 20, i))
+                continue
             start, count, step, keep, _ = key_parts(k, size, mask, "tile")
             lo, hi = start.bounds()
             if count < 1 or lo < 0 or hi + (count - 1) * step >= size:
                 raise error(f"index {k!r} of dim {i} is outside the tile's size {size}", source)
             if i < nb:
-                stride = self.blocks[i][0]
                 c0 = c0 + start * stride
                 if keep and count > 1:
                     blocks.append((stride * step, count))
@@ -118,13 +166,13 @@ class NTile:
                     raise error("tile partition slices have step 1", source)
                 p0, np_ = self.p0 + start.const, count
             else:
-                stride = self.free[i - nb - 1][0]
                 c0 = c0 + start * stride
                 if keep:
-                    free.append((stride * step, count))
-        if not free:
-            free = [(1, 1)]
-        return NTile(self.tile, p0, np_, c0, blocks, free)
+                    free.append((stride * step, count, 1 << 20, i))
+        if grids:
+            free.sort(key=lambda d: (d[2], d[3]))
+        fdims = [(st, n) for st, n, _, _ in free] or [(1, 1)]
+        return NTile(self.tile, p0, np_, c0, blocks, fdims)
 
     def __getitem__(self, key: Any) -> NTile:
         return self._index(key)
@@ -142,6 +190,15 @@ class NTile:
             value = NTile.wrap(value, None)
         if not isinstance(value, NTile):
             raise error(f"assigns a {type(value).__name__} to a tile", source)
+        if value.buffer == "psum" and (target.buffer != "psum" or target.dtype != torch.float32):
+            # a Tensor-engine result (PSUM) assigned to SBUF or another dtype: a copy
+            value = NTile.wrap(_ops.copy(value.flat(source), target.dtype, source), value.shape)
+        if not target.contiguous():  # a strided target: written by an SBUF-to-SBUF DMA
+            v = value
+            if v.dtype != target.dtype:
+                v = NTile.wrap(_ops.copy(v.flat(source), target.dtype, source), None)
+            target.dma_from(v, source)
+            return
         _ops.assign(target.flat(source), value.flat(source), source)
 
     def __iadd__(self, other: Any) -> NTile:
@@ -154,8 +211,21 @@ class NTile:
     # -- data movement -----------------------------------------------------------------
 
     def fill(self, value: float, source: Source) -> None:
-        tracer().fill(self.region(source), value, source)
+        if self.blocks and self.dense():
+            region = self.region_for_check()
+        else:
+            region = self.region(source)
+        tracer().fill(region, value, source)
         tracer().fresh = None
+
+    def dense(self) -> bool:
+        """Whether blocks and free dims together are one contiguous run of columns."""
+        expected = 1
+        for stride, n in reversed(self.blocks + self.free):
+            if n != 1 and stride != expected:
+                return False
+            expected *= n
+        return True
 
     def dma_from(self, view: HbmView | NTile, source: Source) -> None:
         t = tracer()
@@ -205,12 +275,46 @@ class NTile:
 
     # -- math --------------------------------------------------------------------------
 
+    def masked(self, mask: Mask) -> NTile:
+        """The partitions a mask keeps, when it restricts one grid of this tile's partition
+        count (a tile already of the masked size is kept as is)."""
+        if len(mask.ranges) != 1 or self.blocks:
+            return self
+        (lo, hi), = mask.ranges.values()
+        from ._index import _Base  # noqa: F401
+
+        if hi - lo == self.np or lo < 0 or hi > self.np:
+            return self
+        return NTile(self.tile, self.p0 + lo, hi - lo, self.c0, [], list(self.free))
+
     def broadcast_to(self, shape: Any) -> NTile:
         shape = tuple(int(d) for d in shape)
         if len(shape) != len(self.shape):
             raise error(f"cannot broadcast a tile of shape {list(self.shape)} to {list(shape)}")
         if shape == self.shape:
             return self
+        source = caller_source()
+        if self.np == 1 and shape[0] > 1 and not self.blocks:
+            # one partition onto many: an SBUF-to-SBUF DMA reading partition p0 shape[0]
+            # times (engines cannot move data across partitions)
+            # (DMA patterns on SBUF take positive partition strides: the row is copied to
+            # partition 0 of the result, then doubled: partitions [0, n) to [n, 2n), ...)
+            row = self.broadcast_to((1,) + shape[1:]) if shape[1:] != self.shape[1:] else self
+            tmp = new_tile(shape, self.dtype, "sbuf", source)
+            t = tracer()
+            t.read(row.region_for_check(), source)
+            t.record(ir.DmaOp(source, row.access(), None, tmp[0:1].access()))
+            t.write(TileRegion(tmp.tile, 0, 1, Aff(0), tmp.tile.free), source)
+            n, total, width = 1, shape[0], tmp.tile.free
+            while n < total:
+                k = min(n, total - n)
+                src = ir.TileAccess(tmp.tile, Aff(0), [(width, k), (1, width)])
+                dst = ir.TileAccess(tmp.tile, Aff(n * width), [(width, k), (1, width)])
+                t.record(ir.DmaOp(source, src, None, dst))
+                n += k
+            t.write(TileRegion(tmp.tile, 0, total, Aff(0), width), source)
+            t.fresh = None
+            return tmp
         if shape[0] != self.np or self.blocks:
             raise error(f"tile broadcast_to along the partitions ({list(self.shape)} -> "
                         f"{list(shape)}) is not supported by NeuronSim's NKI (load the row "

@@ -242,6 +242,21 @@ def num_programs(axes: Any = None) -> Any:
     return grid[axes] if axes < len(grid) else 1
 
 
+class nc:  # noqa: N801 (NKI's name)
+    """nl.nc(n): n physical NeuronCores, in nl.spmd_dim(size, nl.nc(n))."""
+
+    def __init__(self, n: int) -> None:
+        self.n = int(n)
+
+
+def spmd_dim(*args: Any) -> int:
+    """A launch-grid dim spread over cores: the grid has the product of its sizes."""
+    size = 1
+    for a in args:
+        size *= a.n if isinstance(a, nc) else int(a)
+    return size
+
+
 def program_ndim() -> int:
     return len(tracer().grid)
 

@@ -53,7 +53,30 @@ def rev(git_dir: str, commit: str) -> str:
 # Kernel files without a numpy __main__: called here on numpy inputs. Each entry: a function
 # body (Python source) run in the kernel file's folder with `m` = the imported module; it
 # returns (result, reference, atol, rtol).
+MAMBA = """
+    b, c, s, n = 1, 256, 512, 16
+    delta = (np.random.rand(b, c, s) * 0.1).astype(np.float32)
+    u = np.random.rand(b, c, s).astype(np.float32)
+    A = -np.random.rand(c, n).astype(np.float32)
+    B = np.random.rand(b, n, s).astype(np.float32)
+    C = np.random.rand(b, n, s).astype(np.float32)
+    dA = np.exp(delta[:, :, None, :] * A[None, :, :, None])
+    dBu = delta[:, :, None, :] * B[:, None, :, :] * u[:, :, None, :]
+    h = np.zeros_like(dA)
+    acc = np.zeros(dA.shape[:-1], np.float64)
+    for t in range(s):
+        acc = dA[..., t] * acc + dBu[..., t]
+        h[..., t] = acc
+    ref = (C[:, None, :, :] * h).sum(axis=-2)
+    outs, refs = [], []
+    for name in ("mamba_v1", "mamba_v2", "mamba_v3"):
+        outs.append(getattr(m, name)(delta, u, A, B, C).ravel()); refs.append(ref.ravel())
+    return np.concatenate(outs), np.concatenate(refs), 1e-4, 1e-3
+"""
+
 CALLS: dict[str, str] = {
+    "tutorials/fused_mamba/mamba_nki_kernels.py": MAMBA,
+    "examples/fused_mamba/mamba_nki_kernels.py": MAMBA,
     "tutorials/softmax/softmax_nki_kernels.py": """
         a = np.random.rand(250, 512).astype(np.float32)
         e = np.exp(a - a.max(axis=1, keepdims=True))

@@ -562,6 +562,9 @@ class Emitter:
             text = f"ntile.reduce {a['op']} {names} to {dst}{extra} : {types}"
         elif op.kind == "select":
             text = f"ntile.select {names} to {dst}{extra} : {types}"
+        elif op.kind == "scan":
+            text = (f"ntile.tensor_tensor_scan {a['op0']} {a['op1']} {names}, "
+                    f"{f64(a['initial'])} to {dst}{extra} : {types}")
         else:  # pragma: no cover
             raise AssertionError(op.kind)
         self.emit_line(env, text, op.source)

@@ -157,6 +157,7 @@ ENGINES = {  # the engines that run each Vector-class op (runtime/simulator/Chec
     "reduce": ("vector", "gpsimd"),
     "select": ("vector", "gpsimd"),
     "copy": ("vector", "scalar", "gpsimd"),
+    "scan": ("vector",),
 }
 
 

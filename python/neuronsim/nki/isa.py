@@ -446,6 +446,36 @@ def reciprocal(*args: Any, dtype: Any = None, mask: Any = None, **kw: Any) -> An
     return _finish(dst, r, source)
 
 
+def tensor_tensor_scan(*args: Any, initial: Any = None, op0: Any = None, op1: Any = None,
+                       dtype: Any = None, mask: Any = None, **kw: Any) -> Any:
+    """Vector engine: r[i] = (data0[i] <op0> r[i-1]) <op1> data1[i] along the free dim, r[-1] =
+    initial (a number), in fp32."""
+    source = caller_source()
+    dst, data0, data1 = _split(args[:3] if len(args) >= 3 and _is_tile(args[2]) else args[:2],
+                               kw, ["dst", "data0", "data1"])
+    rest = list(args[3:] if len(args) >= 3 and _is_tile(args[2]) else args[2:])
+    if rest and initial is None:
+        initial = rest.pop(0)
+    if rest and op0 is None:
+        op0 = rest.pop(0)
+    if rest and op1 is None:
+        op1 = rest.pop(0)
+    if _is_tile(initial):
+        raise error("tensor_tensor_scan with a tile as `initial` (one start value per "
+                    "partition) is not supported by NeuronSim's NKI yet; a number is", source)
+    a = as_tile(data0, "data0 of tensor_tensor_scan")
+    b = as_tile(data1, "data1 of tensor_tensor_scan")
+    if a.shape != b.shape:
+        raise error(f"tensor_tensor_scan of tiles {list(a.shape)} and {list(b.shape)}", source)
+    out = _dt(dtype) or (_as_dst(dst, source).dtype if dst is not None else None)
+    attrs = {"op0": _ki._alu(resolve_op(op0), "tensor_tensor_scan"),
+             "op1": _ki._alu(resolve_op(op1), "tensor_tensor_scan"),
+             "initial": float(initial or 0.0), "engine": None}
+    r = _ops.compute("scan", [a.flat(source), b.flat(source)], attrs, a.flat(source).shape,
+                     out, source, "Vector engine", _ops.FLOATS)
+    return _finish(dst, NTile.wrap(r, a.shape), source)
+
+
 def iota(*args: Any, **kw: Any) -> Any:
     raise error("nisa.iota is not supported by NeuronSim's NKI yet", caller_source())
 

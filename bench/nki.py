@@ -75,6 +75,30 @@ MAMBA = """
 """
 
 CALLS: dict[str, str] = {
+    "examples/index-case-1.py": """
+        a = np.random.rand(4, 5).astype(np.float32)
+        even, odd = m.tensor_split_kernel_(a)
+        return (np.concatenate([even.ravel(), odd.ravel()]),
+                np.concatenate([a[:, 0::2].ravel(), a[:, 1::2].ravel()]), 0, 0)
+    """,
+    "examples/index-case-3.py": """
+        a = np.random.rand(2, 6, 6).astype(np.float32)
+        out = m.tensor_maxpool_kernel_(a, 2)
+        return out, a.reshape(2, 3, 2, 3, 2).max(axis=(2, 4)), 0, 0
+    """,
+    "examples/layout-pass.py": """
+        a = np.random.rand(128, 512).astype(np.float32)
+        return m.tensor_exp_kernel_(a), np.exp(a), 1e-6, 1e-5
+    """,
+    "examples/getting_started_torch.py": """
+        a = np.random.rand(4, 3).astype(np.float32); b = np.random.rand(4, 3).astype(np.float32)
+        return m.nki_tensor_add_kernel(a, b), a + b, 1e-6, 1e-6
+    """,
+    "examples/tensor_addition/tensor_addition_nki_kernels.py": """
+        a = np.random.rand(256, 1024).astype(np.float32); b = np.random.rand(256, 1024).astype(np.float32)
+        f = getattr(m, "nki_tensor_add", None) or getattr(m, "nki_tensor_add_kernel_")
+        return f(a, b), a + b, 1e-6, 1e-6
+    """,
     "tutorials/fused_mamba/mamba_nki_kernels.py": MAMBA,
     "examples/fused_mamba/mamba_nki_kernels.py": MAMBA,
     "tutorials/softmax/softmax_nki_kernels.py": """
@@ -158,7 +182,7 @@ def kernel_files(root: str, prefix: str) -> list[str]:
                 continue
             p = os.path.join(dirpath, f)
             text = open(p, encoding="utf-8", errors="replace").read()
-            if "nki.jit" not in text and "@nki" not in text and "nki.benchmark" not in text \
+            if "nki.jit" not in text and "@nki" not in text and "nki.benchmark" not in text and "spmd_dim" not in text \
                     and "simulate" not in text:
                 continue
             found.append(p)

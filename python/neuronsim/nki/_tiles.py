@@ -275,6 +275,19 @@ class NTile:
 
     # -- math --------------------------------------------------------------------------
 
+    def ap(self, pattern: Any, offset: Any = 0, **kw: Any) -> NTile:
+        """NKI's access pattern over this tile: [[partition stride, partitions], [stride,
+        size], ...] (strides in elements; the partition stride is the tile's row length)."""
+        if any(kw.get(k) is not None for k in ("scalar_offset", "vector_offset",
+                                               "indirect_dim")):
+            raise error("dynamic access patterns (scalar_offset, vector_offset) are not "
+                        "supported by NeuronSim's NKI yet")
+        pat = [(int(s), int(n)) for s, n in pattern]
+        if not pat:
+            raise error("an access pattern has at least the partition entry")
+        return NTile(self.tile, self.p0, pat[0][1], self.c0 + Aff.of(offset), [],
+                     pat[1:] or [(1, 1)])
+
     def masked(self, mask: Mask) -> NTile:
         """The partitions a mask keeps, when it restricts one grid of this tile's partition
         count (a tile already of the masked size is kept as is)."""
@@ -458,12 +471,36 @@ def reduce_free(op: str, x: Any, axis: Any, dtype: torch.dtype | None, keepdims:
     axes = (axis,) if isinstance(axis, int) else tuple(axis) if axis is not None else tuple(
         range(1, rank))
     axes = tuple(sorted(a % rank for a in axes))
+    if 0 not in axes and not t.blocks and axes != tuple(range(rank - len(axes), rank)):
+        # a view: the reduced dims move last (strides stay), the kept ones keep their order
+        keep = [d for i, d in enumerate(t.free, 1) if i not in axes]
+        red = [d for i, d in enumerate(t.free, 1) if i in axes]
+        t = NTile(t.tile, t.p0, t.np, t.c0, [], keep + red)
+        axes = tuple(range(rank - len(axes), rank))
     if 0 in axes or axes != tuple(range(rank - len(axes), rank)):
         raise error(f"reductions run along the innermost free dims (axis=1, or (1, 2), ...) "
                     f"of a tile of shape {list(t.shape)}, got axis={axis!r}", source)
     if len(axes) != rank - 1:
-        raise error("a reduction over some of a tile's free dims is not supported by "
-                    "NeuronSim's NKI yet (reduce all of them)", source)
+        # the innermost dims of each outer index: one reduction instruction each, into a
+        # column of the result
+        if t.blocks:
+            raise error("a reduction of a tile with block dims", source)
+        k = len(axes)
+        outer, inner = t.free[:len(t.free) - k], t.free[len(t.free) - k:]
+        import itertools
+
+        osizes = [n for _, n in outer]
+        out_dtype = dtype or (torch.float32 if t.buffer == "psum" else t.dtype)
+        res = new_tile((t.np, math.prod(osizes)), out_dtype, "sbuf", source)
+        for j, idx in enumerate(itertools.product(*(range(n) for n in osizes))):
+            off = sum(i * s for i, (s, _) in zip(idx, outer))
+            part = NTile(t.tile, t.p0, t.np, t.c0 + off, [], list(inner))
+            r = _ops.reduce(op, part.flat(source), 1, out_dtype, source, engine=engine)
+            if negate:
+                r = _ops.elementwise("mul", r, -1.0, source=source, engine=engine)
+            _ops.assign(res[:, j:j + 1].flat(source), r, source)
+        shape = (t.np, *osizes) + ((1,) * k if keepdims else ())
+        return NTile.wrap(res.flat(source), shape)
     r = _ops.reduce(op, t.flat(source), 1, dtype, source, engine=engine)
     if negate:
         r = _ops.elementwise("mul", r, -1.0, source=source, engine=engine)

@@ -1,6 +1,7 @@
 """Real NKI kernels, unchanged, on NeuronSim (issue 26): writes bench/results/nki.md.
 
     python bench/nki.py [--skip-k1] [--only SUBSTRING]
+    python bench/nki.py --k6     # adds the K6 section (fused Mamba) to an existing nki.md
 
 1. Every tutorial / example kernel file of github:aws-neuron/nki-samples (at 7af4e4d, the
    last commit with the legacy tutorials, and at HEAD) and github:aws-neuron/aws-neuron-sdk
@@ -265,13 +266,82 @@ def k1(folder: str) -> list[dict]:
     return rows
 
 
+K6_RUNNER = r'''
+import os, sys, time, json
+os.environ["NEURON_PLATFORM_TARGET_OVERRIDE"] = "trn1"
+sys.path.insert(0, os.getcwd())
+import numpy as np
+import neuronsim
+import importlib
+m = importlib.import_module("mamba_nki_kernels")
+b, c, s, n = 1, int(sys.argv[2]), int(sys.argv[3]), 16
+np.random.seed(0)
+delta = (np.random.rand(b, c, s) * 0.1).astype(np.float32)
+u = np.random.rand(b, c, s).astype(np.float32)
+A = -np.random.rand(c, n).astype(np.float32)
+B = np.random.rand(b, n, s).astype(np.float32)
+C = np.random.rand(b, n, s).astype(np.float32)
+t0 = time.time()
+getattr(m, sys.argv[1])(delta, u, A, B, C)
+st = neuronsim.last_run_stats()
+print("K6JSON " + json.dumps({"us": st["sim_ns"] / 1e3, "wall": time.time() - t0,
+      "util": st["engine_utilization"]}))
+'''
+
+# FIDELITY.md K6: the fused Mamba tutorial, fp32, batch 1, state 16 (published, trn1 inferred)
+K6_POINTS = [("mamba_v1", 256, 512, 172.93), ("mamba_v1", 4096, 512, 2340.0),
+             ("mamba_v2", 4096, 512, 1610.0)]
+
+
+def k6(folder: str, out: str) -> None:
+    """Adds (or replaces) the K6 section of an existing nki.md."""
+    rows = ["## K6: the fused Mamba tutorial on trn1 (FIDELITY.md)", "",
+            "nki-samples@7af4e4d `tutorials/fused_mamba/mamba_nki_kernels.py`, unchanged, fp32, "
+            "batch 1, state 16, random inputs (values checked against numpy in the table below).",
+            "", "| kernel | channels | seq | simulated | published | ratio | wall | "
+            "Vector / Scalar / GpSimd / DMA utilization |", "|---|---|---|---|---|---|---|---|"]
+    for name, c, s, pub in K6_POINTS:
+        env = dict(os.environ)
+        env.setdefault("NEURONSIM_DISABLE_CACHE", "1")
+        p = subprocess.run([sys.executable, "-c", K6_RUNNER, name, str(c), str(s)], cwd=folder,
+                           capture_output=True, text=True, env=env, timeout=3600)
+        line = next((ln for ln in p.stdout.splitlines() if ln.startswith("K6JSON")), None)
+        if line is None:
+            rows.append(f"| {name} | {c} | {s} | failed: {p.stderr.strip()[-200:]} | {pub} us "
+                        "| | | |")
+            continue
+        r = json.loads(line[7:])
+        u = r["util"]
+        rows.append(f"| {name} | {c} | {s} | {r['us']:.1f} us | {pub:.2f} us | "
+                    f"{r['us'] / pub:.2f}x | {r['wall']:.0f} s | {u.get('vector', 0):.2f} / "
+                    f"{u.get('scalar', 0):.2f} / {u.get('gpsimd', 0):.2f} / {u.get('dma', 0):.2f} |")
+        print(rows[-1], flush=True)
+    text = open(out).read() if os.path.exists(out) else ""
+    start = text.find("## K6:")
+    if start >= 0:
+        end = text.find("\n## ", start + 1)
+        text = text[:start] + (text[end + 1:] if end >= 0 else "")
+    anchor = text.find("## Kernel files")
+    section = "\n".join(rows) + "\n\n"
+    text = text[:anchor] + section + text[anchor:] if anchor >= 0 else text + "\n" + section
+    with open(out, "w") as f:
+        f.write(text)
+    print(f"wrote {out}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--skip-k1", action="store_true")
     ap.add_argument("--only", default=None)
+    ap.add_argument("--k6", action="store_true",
+                    help="only add/replace the K6 (fused Mamba) section of an existing nki.md")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "nki.md"))
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="neuronsim-nki-")
+    if args.k6:
+        folder = export(SAMPLES, rev(SAMPLES, "7af4e4d"), ["src/nki_samples/tutorials"], tmp)
+        k6(os.path.join(folder, "src/nki_samples/tutorials/fused_mamba"), args.out)
+        return
     sources = [
         ("aws-neuron/nki-samples", SAMPLES, "7af4e4d", ["src/nki_samples/tutorials"]),
         ("aws-neuron/nki-samples", SAMPLES, "HEAD", ["src/nki_samples/tutorials"]),

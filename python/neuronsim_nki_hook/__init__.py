@@ -10,12 +10,13 @@ sys.path: that one wins."""
 
 from __future__ import annotations
 
-import importlib
-import importlib.abc
 import importlib.machinery
 import os
 import sys
 import types
+
+# (no importlib.abc: the finder and loader are duck-typed, so that the hook costs next to
+# nothing at interpreter start)
 
 # What each NKI module name resolves to (None: an empty package made here).
 ALIASES = {
@@ -32,7 +33,7 @@ ALIASES = {
 }
 
 
-class _Loader(importlib.abc.Loader):
+class _Loader:
     def __init__(self, target: str | None) -> None:
         self.target = target
 
@@ -42,6 +43,8 @@ class _Loader(importlib.abc.Loader):
                                       "(only its nki subpackage)")
             module.__path__ = []  # a package
             return module
+        import importlib
+
         return importlib.import_module(self.target)
 
     def exec_module(self, module: types.ModuleType) -> None:
@@ -51,7 +54,7 @@ class _Loader(importlib.abc.Loader):
 _decided: dict[str, bool] = {}
 
 
-class NkiFinder(importlib.abc.MetaPathFinder):
+class NkiFinder:
     def find_spec(self, fullname: str, path: object = None, target: object = None
                   ) -> importlib.machinery.ModuleSpec | None:
         if fullname not in ALIASES or os.environ.get("NEURONSIM_NKI_IMPORT", "1") == "0":

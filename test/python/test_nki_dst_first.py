@@ -162,3 +162,17 @@ def test_error_names_the_kernel_line():
     with pytest.raises(neuronsim.NeuronCompileError, match=r"test_nki_dst_first.py:\d+ .*"
                        r"256 partitions"):
         too_many_partitions(x)
+
+
+def test_nki_kernel_as_torch_op_in_compiled_graph():
+    from neuronsim import kernels
+
+    op = kernels.torch_op("nkitest::add_rows", add_rows)
+
+    def f(a, b):
+        return torch.relu(op(a, b)) * 2.0
+
+    a, b = torch.randn(128, 256), torch.randn(128, 256)
+    compiled = torch.compile(f, backend="neuron", fullgraph=True)
+    out = compiled(a, b).cpu()
+    torch.testing.assert_close(out, torch.relu(a + b) * 2.0, rtol=1e-6, atol=1e-6)

@@ -55,7 +55,8 @@ struct NeuronConstantFillsPass : impl::NeuronConstantFillsBase<NeuronConstantFil
       return;
     SmallVector<nisa::DmaCopyOp> fills;
     getOperation().walk([&](nisa::DmaCopyOp copy) {
-      if (copy.getSrc().getSpace() == MemSpace::hbm && copy.getDst().getSpace() == MemSpace::sbuf &&
+      const MemSpace dst = copy.getDst().getSpace();
+      if (copy.getSrc().getSpace() == MemSpace::hbm && (dst == MemSpace::sbuf || dst == MemSpace::psum) &&
           splats.count(copy.getSrc().getIndex()) && computeEnginesMayWrite(copy.getDst()))
         fills.push_back(copy);
     });
@@ -63,8 +64,12 @@ struct NeuronConstantFillsPass : impl::NeuronConstantFillsBase<NeuronConstantFil
     for (nisa::DmaCopyOp copy : fills) {
       b.setInsertionPoint(copy);
       const int core = runtime::coreOfQueue(copy.getQueue());
+      // A PSUM fill (an NKI kernel's nl.zeros(..., buffer=nl.psum)) is the Vector engine's
+      // memset: GpSimd cannot access PSUM.
+      const int engine = copy.getDst().getSpace() == MemSpace::psum ? runtime::kQueueVector
+                                                                     : runtime::kQueueGpSimd;
       auto memset = b.create<nisa::MemsetOp>(
-          copy.getLoc(), b.getI32IntegerAttr(runtime::queueOf(core, runtime::kQueueGpSimd)),
+          copy.getLoc(), b.getI32IntegerAttr(runtime::queueOf(core, engine)),
           copy.getDst(), b.getF64FloatAttr(splats[copy.getSrc().getIndex()]),
           copy.getWaitsAttr(), copy.getWaitTermsAttr());
       memset->setDiscardableAttrs(copy->getDiscardableAttrDictionary());

@@ -32,6 +32,13 @@ from . import device as _device
 from . import distributed as _distributed
 from . import logs as _logs
 
+try:  # `import nki` / `import neuronxcc.nki` resolve to neuronsim.nki (README: "NKI kernels")
+    import neuronsim_nki_hook as _nki_hook
+
+    _nki_hook.install()
+except ImportError:  # pragma: no cover (a source tree without the hook package on sys.path)
+    pass
+
 __version__ = "0.1.0"
 
 # Public name -> the module that defines it, imported on first access (PEP 562).
@@ -51,7 +58,7 @@ _LAZY = {
     "node_bounds": "report",
     "report": "report",
 }
-_LAZY_MODULES = ("bucketing", "profiler", "kernels")
+_LAZY_MODULES = ("bucketing", "profiler", "kernels", "nki")
 
 __all__ = [*sorted(_LAZY), "compiler_version", "reset", "targets"]
 

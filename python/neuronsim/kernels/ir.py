@@ -43,14 +43,26 @@ class Source:
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+# Directories of the language's own code (neuronsim.nki adds its own): a kernel's source line
+# is the first frame outside them.
+LANGUAGE_DIRS = {_PACKAGE_DIR}
+
+
+_IN_LANGUAGE: dict[str, bool] = {}
+
+
+def _in_language(filename: str) -> bool:
+    found = _IN_LANGUAGE.get(filename)
+    if found is None:
+        found = os.path.dirname(os.path.abspath(filename)) in LANGUAGE_DIRS
+        _IN_LANGUAGE[filename] = found
+    return found
 
 
 def caller_source() -> Source:
     """The first frame outside this package: the kernel's line that called the language."""
     frame = sys._getframe(1)
-    while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == (
-        _PACKAGE_DIR
-    ):
+    while frame is not None and _in_language(frame.f_code.co_filename):
         frame = frame.f_back
     if frame is None:
         return Source("<unknown>", 0)
@@ -68,7 +80,7 @@ def mlir_type(dtype: torch.dtype) -> str:
 
 
 def dtype_bytes(dtype: torch.dtype) -> int:
-    return torch.empty((), dtype=dtype).element_size()
+    return dtype.itemsize
 
 
 def f64(value: float) -> str:
@@ -89,13 +101,15 @@ class Aff:
     __slots__ = ("const", "terms")
 
     def __init__(self, const: int = 0, terms: dict[Loop, int] | None = None) -> None:
-        self.const = int(const)
-        self.terms = {k: v for k, v in (terms or {}).items() if v != 0}
+        self.const = const if type(const) is int else int(const)
+        self.terms = {k: v for k, v in terms.items() if v != 0} if terms else {}
 
     @staticmethod
     def of(value: Any) -> Aff:
-        if isinstance(value, Aff):
+        if type(value) is Aff:
             return value
+        if type(value) is int:
+            return Aff(value)
         if isinstance(value, bool) or not isinstance(value, int):
             raise TypeError(f"a kernel index must be an int or a loop variable, got {value!r}")
         return Aff(value)
@@ -104,9 +118,17 @@ class Aff:
         return not self.terms
 
     def __add__(self, other: Any) -> Aff:
+        if type(other) is int:
+            if not self.terms:
+                return Aff(self.const + other)
+            r = Aff(self.const + other)
+            r.terms = dict(self.terms)
+            return r
         if not isinstance(other, (Aff, int)):
             return NotImplemented
         o = Aff.of(other)
+        if not o.terms and not self.terms:
+            return Aff(self.const + o.const)
         terms = dict(self.terms)
         for k, v in o.terms.items():
             terms[k] = terms.get(k, 0) + v
@@ -143,6 +165,14 @@ class Aff:
     def __index__(self) -> int:
         if self.is_const():
             return self.const
+        from .tracer import _current
+
+        if _current and _current[-1].dialect == "legacy":
+            # neuronsim.nki: a legacy loop whose variable is needed as an int (a list index)
+            # is unrolled; the kernel is traced again
+            from ..nki._index import Unroll
+
+            raise Unroll(list(self.terms))
         raise KernelError(f"{caller_source()}: a loop variable of nl.affine_range / "
                           "nl.sequential_range is symbolic: use it in indices, not as a Python int "
                           "(use range() for a loop unrolled at trace time)")
@@ -172,7 +202,7 @@ class Scope:
         self.parent = parent
         self.loop = loop
         self.ops: list[Op] = []
-        self.tiles: list[Tile] = []
+        self.tiles: dict[int, Tile] = {}  # by id (insertion order)
 
     def encloses(self, other: Scope) -> bool:
         s: Scope | None = other
@@ -267,6 +297,16 @@ class HbmAccess:
     """Elements of an HBM tensor: offset (affine) and [stride, size] pairs, outermost first."""
 
     tensor: HbmTensor
+    offset: Aff
+    dims: list[tuple[int, int]]
+
+
+@dataclass
+class TileAccess:
+    """Elements of an SBUF/PSUM tile through a DMA pattern (partition dim first): offset
+    (affine, in elements of the tile's [partitions, free] layout) and [stride, size] pairs."""
+
+    tile: Tile
     offset: Aff
     dims: list[tuple[int, int]]
 
@@ -430,6 +470,9 @@ class Emitter:
         if isinstance(side, HbmAccess):
             return (f"{self.hbm_names[id(side.tensor)]} {self.ap(env, side.offset, side.dims)}",
                     side.tensor.mlir_type())
+        if isinstance(side, TileAccess):
+            return (f"{env.name(side.tile)} {self.ap(env, side.offset, side.dims)}",
+                    side.tile.mlir_type())
         if isinstance(side, ConstantTensor):
             return (f"{self.constant_names[id(side)]} {self.ap(env, Aff(offset), dims or [])}",
                     side.mlir_type())
@@ -519,6 +562,9 @@ class Emitter:
             text = f"ntile.reduce {a['op']} {names} to {dst}{extra} : {types}"
         elif op.kind == "select":
             text = f"ntile.select {names} to {dst}{extra} : {types}"
+        elif op.kind == "scan":
+            text = (f"ntile.tensor_tensor_scan {a['op0']} {a['op1']} {names}, "
+                    f"{f64(a['initial'])} to {dst}{extra} : {types}")
         else:  # pragma: no cover
             raise AssertionError(op.kind)
         self.emit_line(env, text, op.source)

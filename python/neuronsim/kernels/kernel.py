@@ -90,7 +90,8 @@ def _source_text(s: Source) -> str:
     return f"{os.path.basename(s.file)}:{s.line} in kernel"
 
 
-def run_eager(kernel: Kernel, args: list[Any], kwargs: dict[str, Any]) -> list[torch.Tensor]:
+def run_eager(kernel: Kernel, args: list[Any], kwargs: dict[str, Any],
+              options: Any = None) -> list[torch.Tensor]:
     """Runs a kernel on CPU tensors: a graph of one kernel node, compiled (through the
     compile cache) and run on the simulator; last_run_stats() / report() describe the run."""
     from .. import native
@@ -100,7 +101,7 @@ def run_eager(kernel: Kernel, args: list[Any], kwargs: dict[str, Any]) -> list[t
     from ..options import resolve_options
     from ..runner import CompiledGraph, OutputSpec
 
-    options = resolve_options(None)
+    options = options or resolve_options(None)
     tensors = [a for a in args if isinstance(a, torch.Tensor)]
     for t in tensors:
         if t.device.type not in ("cpu", "neuron"):

@@ -60,6 +60,14 @@ def ndarray(shape: Any, dtype: torch.dtype, buffer: str = sbuf) -> Any:
     source = caller_source()
     t = tracer()
     if buffer in (shared_hbm, hbm):
+        if t.output_cursor is not None:  # a later SPMD instance: the first one's output
+            if t.output_cursor >= len(t.outputs):
+                raise error("SPMD instances of a kernel make different HBM outputs", source)
+            out = t.outputs[t.output_cursor]
+            t.output_cursor += 1
+            if out.shape != tuple(int(d) for d in shape):
+                raise error("SPMD instances of a kernel make different HBM outputs", source)
+            return HbmView(out)
         if t.scope is not t.root:
             raise error("kernel outputs (nl.ndarray(..., buffer=nl.shared_hbm)) are made at "
                         "the kernel's top level, outside loops", source)

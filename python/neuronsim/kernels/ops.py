@@ -157,6 +157,7 @@ ENGINES = {  # the engines that run each Vector-class op (runtime/simulator/Chec
     "reduce": ("vector", "gpsimd"),
     "select": ("vector", "gpsimd"),
     "copy": ("vector", "scalar", "gpsimd"),
+    "scan": ("vector",),
 }
 
 
@@ -317,7 +318,7 @@ def _redirect(target: TileView, value: TileView, source: Source) -> ir.Op | None
         if isinstance(ops[i], ir.AllocOp) and ops[i].tile is tile:
             del ops[i]
             break
-    t.scope.tiles.remove(tile)
+    t.scope.tiles.pop(tile.id, None)
     op.dst = target.region
     t.fresh = None
     return op

@@ -77,6 +77,15 @@ class Tracer:
         # The newest op and the fresh tile it made, while nothing else has happened since:
         # `dst[...] = op(...)` and `acc += nc_matmul(...)` redirect it.
         self.fresh: tuple[ir.Op, Tile] | None = None
+        # neuronsim.nki: "nki" (NKI 0.2+: dst-first ISA calls, Python-semantics loops, 1-D HBM
+        # views on the partitions), "legacy" (neuronxcc.nki: return-value ISA calls, symbolic
+        # affine_range loops, index grids) or None (neuronsim.kernels).
+        self.dialect: str | None = None
+        # SPMD launch grids (kernel[gx, gy]): the program ids of the instance being traced;
+        # instances after the first get the HBM outputs the first one made, in order.
+        self.program_ids: tuple[int, ...] = ()
+        self.grid: tuple[int, ...] = ()
+        self.output_cursor: int | None = None
 
     # -- scopes and loops ------------------------------------------------------------------
 
@@ -104,7 +113,7 @@ class Tracer:
             raise error(f"{space.upper()} over capacity: a tile of "
                         f"{tile.bytes_per_partition()} bytes per partition, more than the "
                         f"{self.capacity[space]} of one partition", source)
-        scope.tiles.append(tile)
+        scope.tiles[tile.id] = tile
         alloc = ir.AllocOp(source, tile)
         if at_root:
             self.prologue.append(alloc)
@@ -208,7 +217,9 @@ def _whole_view(value: Any) -> bool:
 
 
 def trace(fn: Callable[..., Any], name: str, args: list[Any], kwargs: dict[str, Any],
-          target: str = "trn2") -> Traced:
+          target: str = "trn2", dialect: str | None = None,
+          grid: tuple[int, ...] = (), setup: Callable[[Tracer], None] | None = None
+          ) -> Traced:
     """Runs `fn` on symbolic HBM tensors in place of the tensors of `args`."""
     from .. import native
 
@@ -216,6 +227,11 @@ def trace(fn: Callable[..., Any], name: str, args: list[Any], kwargs: dict[str, 
 
     sbuf, psum = _capacities(native, target)
     t = Tracer(name, sbuf, psum)
+    t.dialect = dialect
+    t.grid = tuple(grid)
+    t.target = target  # type: ignore[attr-defined]
+    if setup is not None:
+        setup(t)
     symbolic = []
     for i, a in enumerate(args):
         if isinstance(a, torch.Tensor):
@@ -234,7 +250,18 @@ def trace(fn: Callable[..., Any], name: str, args: list[Any], kwargs: dict[str, 
         source = Source("<kernel>", 0)
     _current.append(t)
     try:
-        returned = fn(*symbolic, **kwargs)
+        if not t.grid:
+            returned = fn(*symbolic, **kwargs)
+        else:
+            import itertools
+
+            returned = None
+            for n, ids in enumerate(itertools.product(*(range(g) for g in t.grid))):
+                t.program_ids = ids
+                t.output_cursor = None if n == 0 else 0
+                r = fn(*symbolic, **kwargs)
+                if n == 0:
+                    returned = r
         return t.finish(returned, source)
     finally:
         _current.pop()

@@ -65,6 +65,12 @@ class HbmView:
         return self.tensor.dtype
 
     def __getitem__(self, key: Any) -> HbmView:
+        from .tracer import _current
+
+        if _current and _current[-1].dialect is not None:  # neuronsim.nki: NKI's indices
+            from ..nki._index import index_hbm
+
+            return index_hbm(self, key)
         keys = key if isinstance(key, tuple) else (key,)
         if Ellipsis in keys:
             i = keys.index(Ellipsis)
@@ -123,6 +129,16 @@ class HbmView:
 
     def access(self) -> HbmAccess:
         return HbmAccess(self.tensor, self.offset, list(self.dims))
+
+    def ap(self, pattern: Any, offset: Any = 0, **kw: Any) -> HbmView:
+        """NKI's physical access pattern: [[stride, size], ...] in elements, from `offset`
+        (relative to this view's start)."""
+        if any(kw.get(k) is not None for k in ("scalar_offset", "vector_offset",
+                                               "indirect_dim")):
+            raise error("dynamic access patterns (scalar_offset, vector_offset) are not "
+                        "supported by NeuronSim's NKI yet")
+        dims = [(int(s), int(n)) for s, n in pattern]
+        return HbmView(self.tensor, self.offset + Aff.of(offset), dims)
 
     def __repr__(self) -> str:
         return f"HbmView({list(self.shape)}, {self.dtype})"

@@ -1,0 +1,116 @@
+"""neuronsim.nki, legacy dialect (`import neuronxcc.nki`): index grids (nl.arange, nl.mgrid),
+masks on ragged tiles, nl.par_dim block dims, symbolic affine_range loops (and the unrolling of
+loops whose variable is needed as an int), SPMD grids with nl.program_id, return-value ISA
+calls. The kernels are the project's own; results against numpy."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import neuronsim  # noqa: F401  (installs the import hook)
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def ragged_softmax(x):
+    """Rows not a multiple of 128: the last tile is masked (its loop is unrolled)."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    ip = nl.arange(128)[:, None]
+    jf = nl.arange(x.shape[1])[None, :]
+    rows = x.shape[0]
+    for i in nl.affine_range(math.ceil(rows / 128)):
+        t = nl.load(x[i * 128 + ip, jf], mask=(i * 128 + ip < rows))
+        m = nl.max(t, axis=[1], keepdims=True)
+        e = nl.exp(nl.subtract(t, m))
+        s = nl.sum(e, axis=[1])
+        nl.store(out[i * 128 + ip, jf], value=e / s, mask=(i * 128 + ip < rows))
+    return out
+
+
+@nki.jit
+def spmd_scale(a):
+    """One 128 x 256 tile per program of a 2-D launch grid."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    ix = nl.program_id(0) * 128 + nl.arange(128)[:, None]
+    iy = nl.program_id(1) * 256 + nl.arange(256)[None, :]
+    t = nl.load(a[ix, iy])
+    nl.store(out[ix, iy], value=t * 2.0 + 1.0)
+    return out
+
+
+@nki.jit
+def blocked_matmul(lhsT, rhs):
+    """K tiles of lhsT and rhs in block-dim tiles, indexed by a symbolic loop variable; PSUM
+    accumulation with +=; an mgrid's .p / .x."""
+    K, M = lhsT.shape
+    _, N = rhs.shape
+    out = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
+    i_l = nl.mgrid[0:128, 0:M]
+    i_r = nl.mgrid[0:128, 0:N]
+    i_o = nl.mgrid[0:M, 0:N]
+    lt = nl.ndarray((K // 128, nl.par_dim(128), M), dtype=lhsT.dtype, buffer=nl.sbuf)
+    rt = nl.ndarray((K // 128, nl.par_dim(128), N), dtype=rhs.dtype, buffer=nl.sbuf)
+    for k in nl.affine_range(K // 128):
+        lt[k, i_l.p, i_l.x] = nl.load(lhsT[k * 128 + i_l.p, i_l.x])
+        rt[k, i_r.p, i_r.x] = nl.load(rhs[k * 128 + i_r.p, i_r.x])
+    acc = nl.zeros((M, N), nl.float32, buffer=nl.psum)
+    for k in nl.affine_range(K // 128):
+        acc += nisa.nc_matmul(lt[k, i_l.p, i_l.x], rt[k, i_r.p, i_r.x])
+    nl.store(out[i_o.p, i_o.x], value=nl.copy(acc, dtype=out.dtype))
+    return out
+
+
+@nki.jit
+def grid_transpose(x):
+    """A load whose grids put the tensor's dim 1 on the partitions (a transposed load), and
+    legacy return-value calls: activation with a bias tile, tensor_reduce."""
+    R, C = x.shape
+    out = nl.ndarray((C, R), dtype=x.dtype, buffer=nl.shared_hbm)
+    sums = nl.ndarray((C, 1), dtype=x.dtype, buffer=nl.shared_hbm)
+    ip = nl.arange(C)[:, None]
+    jf = nl.arange(R)[None, :]
+    t = nl.load(x[jf, ip])  # [C, R]
+    bias = nisa.tensor_reduce(np.add, t, axis=(1,), keepdims=True)
+    y = nisa.activation(op=nl.tanh, data=t, bias=bias, scale=0.5)
+    nl.store(out[ip, jf], value=y)
+    nl.store(sums, value=bias)
+    return out, sums
+
+
+def test_ragged_softmax_masks():
+    x = np.random.rand(300, 96).astype(np.float32)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(ragged_softmax(x), e / e.sum(axis=1, keepdims=True), rtol=1e-5,
+                               atol=1e-6)
+
+
+def test_spmd_grid_program_ids():
+    a = np.random.rand(256, 512).astype(np.float32)
+    np.testing.assert_allclose(spmd_scale[2, 2](a), a * 2 + 1, rtol=1e-6)
+
+
+def test_par_dim_blocks_and_psum_accumulation():
+    lhsT = np.random.rand(384, 128).astype(np.float32)
+    rhs = np.random.rand(384, 256).astype(np.float32)
+    np.testing.assert_allclose(blocked_matmul(lhsT, rhs), lhsT.T @ rhs, rtol=1e-4, atol=1e-4)
+
+
+def test_grid_axes_transposed_load_and_return_value_isa():
+    x = np.random.rand(64, 32).astype(np.float32)
+    y, s = grid_transpose(x)
+    b = x.T.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(s, b, rtol=1e-5)
+    np.testing.assert_allclose(y, np.tanh(0.5 * x.T + b), rtol=1e-5, atol=1e-6)
+
+
+def test_simulate_kernel_and_unknown_platform():
+    a = np.random.rand(128, 256).astype(np.float32)
+    np.testing.assert_allclose(nki.simulate_kernel(spmd_scale[1, 1], a), a * 2 + 1, rtol=1e-6)
+    bad = nki.jit(spmd_scale.fn, platform_target="trn9")
+    with pytest.raises(neuronsim.NeuronCompileError, match="platform target"):
+        bad(a)

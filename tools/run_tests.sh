@@ -41,13 +41,13 @@ run ctest ctest --test-dir "$build_dir" --output-on-failure -j 2
 run pytest "$PYTHON" -m pytest -q -n "${NEURONSIM_PYTEST_WORKERS:-auto}" --durations=25 test/python
 # Fuzzing (tools/fuzz.sh: new crashes of neuron-import, neuron-opt --neuron-lower, neuron-run,
 # then every saved reproducer) and the ASan + UBSan runtime build (tools/sanitize.sh: ctest and
-# neuron-run fuzzing under the sanitizers). NEURONSIM_FUZZ_SECONDS (default 90) and
-# NEURONSIM_SANITIZE_FUZZ_SECONDS (default 45) set their fuzzing time; 0 skips that fuzzing
+# neuron-run fuzzing under the sanitizers). NEURONSIM_FUZZ_SECONDS (default 40) and
+# NEURONSIM_SANITIZE_FUZZ_SECONDS (default 20) set their fuzzing time; 0 skips that fuzzing
 # (the regression run and the sanitizer ctest still run). NEURONSIM_SANITIZE=0 skips the
 # sanitizer build.
-run fuzz bash tools/fuzz.sh --build-dir "$build_dir" --seconds "${NEURONSIM_FUZZ_SECONDS:-90}"
+run fuzz bash tools/fuzz.sh --build-dir "$build_dir" --seconds "${NEURONSIM_FUZZ_SECONDS:-40}"
 if [[ "${NEURONSIM_SANITIZE:-1}" != 0 ]]; then
-  run sanitize bash tools/sanitize.sh --fuzz-seconds "${NEURONSIM_SANITIZE_FUZZ_SECONDS:-45}"
+  run sanitize bash tools/sanitize.sh --fuzz-seconds "${NEURONSIM_SANITIZE_FUZZ_SECONDS:-20}"
 fi
 
 if ((${#failed[@]})); then

@@ -69,26 +69,27 @@ CHILD = textwrap.dedent(
 
 
 def test_sigint_stops_a_long_simulation():
-    # 3e7 instructions: several seconds of functional simulation
+    # 3e8 instructions: about 40 s of functional simulation on an idle machine, minutes on a
+    # loaded one; the poll answers within about 50 ms of wall time, so the bound below leaves
+    # room for a loaded machine while staying far below the run's length
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        child.stdin.write(json.dumps(_looped(10_000_000)) + "\n")
+        child.stdin.write(json.dumps(_looped(100_000_000)) + "\n")
         child.stdin.flush()
         assert child.stdout.readline().strip() == "running"
         time.sleep(0.5)
         sent = time.monotonic()
         child.send_signal(signal.SIGINT)
-        out, err = child.communicate(timeout=60)
+        out, err = child.communicate(timeout=600)
         waited = time.monotonic() - sent
     finally:
         child.kill()
     assert child.returncode == 3, (out, err)
     assert out.startswith("interrupted after"), out
-    # the whole run takes several seconds; the poll answers within about 50 ms
-    assert waited < 1.5, f"the run stopped {waited:.2f} s after SIGINT"
+    assert waited < 10, f"the run stopped {waited:.2f} s after SIGINT"
 
 
 def test_timing_only_memory_does_not_grow_with_instructions():

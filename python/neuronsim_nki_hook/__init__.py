@@ -24,6 +24,8 @@ ALIASES = {
     "nki.language": "neuronsim.nki.language",
     "nki.isa": "neuronsim.nki.isa",
     "nki.typing": "neuronsim.nki.typing",
+    "nki.isa.constants": "neuronsim.nki.isa_constants",
+    "nki.collectives": "neuronsim.nki.collectives",
     "neuronxcc": None,
     "neuronxcc.nki": "neuronsim.nki.legacy",
     "neuronxcc.nki.language": "neuronsim.nki.language",

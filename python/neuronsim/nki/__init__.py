@@ -27,6 +27,7 @@ from ._kernel import jit as _jit
 
 tensor = typing.tensor
 Kernel = NkiKernel
+dtype = Any  # annotations of kernel helpers (`dtype: nki.dtype`)
 
 
 def jit(fn: Any = None, **kwargs: Any) -> Any:

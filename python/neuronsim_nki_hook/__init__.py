@@ -26,6 +26,8 @@ ALIASES = {
     "nki.typing": "neuronsim.nki.typing",
     "nki.isa.constants": "neuronsim.nki.isa_constants",
     "nki.collectives": "neuronsim.nki.collectives",
+    "nki.compiler": "neuronsim.nki.compiler",
+    "neuronxcc.nki.compiler": "neuronsim.nki.compiler",
     "neuronxcc": None,
     "neuronxcc.nki": "neuronsim.nki.legacy",
     "neuronxcc.nki.language": "neuronsim.nki.language",

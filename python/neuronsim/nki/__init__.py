@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import isa, language, typing  # noqa: A004
+from . import compiler, isa, language, typing  # noqa: A004
 from ._kernel import (
     BenchmarkResult,
     NkiKernel,
@@ -41,6 +41,6 @@ def trace(fn: Any = None, **kwargs: Any) -> Any:
     return _jit(fn, **kwargs)
 
 
-__all__ = ["BenchmarkResult", "Kernel", "NkiKernel", "TensorSpec", "baremetal", "benchmark",
+__all__ = ["BenchmarkResult", "compiler", "Kernel", "NkiKernel", "TensorSpec", "baremetal", "benchmark",
            "isa", "jit", "language", "profile", "simulate", "simulate_kernel", "tensor",
            "typing"]

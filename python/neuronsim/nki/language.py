@@ -381,6 +381,12 @@ def matmul(x: Any, y: Any, transpose_x: bool = False, mask: Any = None, **_: Any
     source = caller_source()
     xt = as_tile(x, "x of nl.matmul", mask)
     yt = as_tile(y, "y of nl.matmul", mask)
+    # nl.matmul is NKI's high-level matmul: an operand in PSUM (an nl.transpose result) is
+    # copied to SBUF first, as NKI's compiler does (the Tensor engine reads SBUF only)
+    if yt.buffer == "psum":
+        yt = NTile.wrap(_ops.copy(yt.flat(source), yt.dtype, source), yt.shape)
+    if xt.buffer == "psum":
+        xt = NTile.wrap(_ops.copy(xt.flat(source), xt.dtype, source), xt.shape)
     if not transpose_x:
         tr = isa._transpose(xt, source)
         xt = NTile.wrap(_ops.copy(tr.flat(source), xt.dtype, source), tr.shape)

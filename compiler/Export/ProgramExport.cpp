@@ -232,8 +232,13 @@ LogicalResult Exporter::instruction(Operation *op) {
             inst.alu = alu(o.getOp0());
             inst.alu2 = alu(o.getOp1());
             inst.imm[0] = o.getInitial().convertToDouble();
-            return success(succeeded(src(o.getData0())) && succeeded(src(o.getData1())));
+            inst.scaleTile = bool(o.getInitialTileAttr());
+            if (failed(src(o.getData0())) || failed(src(o.getData1())))
+              return failure();
+            return inst.scaleTile ? src(o.getInitialTileAttr()) : success();
           })
+          .Case([&](nisa::BnStatsOp o) { return src(o.getSrc()); })
+          .Case([&](nisa::BnAggrOp o) { return src(o.getSrc()); })
           .Case([&](nisa::TensorReduceOp o) {
             inst.alu = alu(o.getOp());
             inst.axes = o.getSrc().getRank() - 1;

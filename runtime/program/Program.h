@@ -201,7 +201,8 @@ struct Instruction {
   bool twoOps = false;          // TensorScalar: apply alu2 with imm[1] after alu.
   bool scaleTile = false;       // Activation: a per-partition scale source follows srcs[0].
                                 // TensorScalar, ScalarTensorTensor: the scalar is a
-                                // per-partition tile (the last source).
+                                // per-partition tile (the last source); TensorTensorScan:
+                                // so is the initial value (srcs[2]).
   bool biasTile = false;        // Activation: a per-partition bias source follows.
   uint8_t axes = 1;             // TensorReduce: number of innermost free dims reduced.
   std::vector<int64_t> affine;  // AffineSelect: offset, partition coefficient, one

@@ -188,9 +188,10 @@ void Checker::checkQueue() {
   if (inst_.biasTile && inst_.opcode != Opcode::Activation)
     fail("only an activation has a per-partition bias source");
   if (inst_.scaleTile && inst_.opcode != Opcode::Activation &&
-      inst_.opcode != Opcode::TensorScalar && inst_.opcode != Opcode::ScalarTensorTensor)
-    fail("only activation, tensor_scalar and scalar_tensor_tensor have a per-partition "
-         "scalar source");
+      inst_.opcode != Opcode::TensorScalar && inst_.opcode != Opcode::ScalarTensorTensor &&
+      inst_.opcode != Opcode::TensorTensorScan)
+    fail("only activation, tensor_scalar, scalar_tensor_tensor and tensor_tensor_scan have a "
+         "per-partition scalar source");
   if (inst_.twoOps && inst_.opcode != Opcode::TensorScalar)
     fail("only a tensor_scalar has two ops");
   if (inst_.opcode == Opcode::Activation && inst_.accumulate) {
@@ -637,9 +638,9 @@ InstrShape Checker::checkIsaCompute() {
     nsrc = 1 + size_t(inst_.scaleTile);
     break;
   case Opcode::ScalarTensorTensor:
+  case Opcode::TensorTensorScan:
     nsrc = 2 + size_t(inst_.scaleTile);
     break;
-  case Opcode::TensorTensorScan:
   case Opcode::FindIndex8:
   case Opcode::MatchReplace8:
   case Opcode::CopyPredicated:
@@ -692,6 +693,8 @@ InstrShape Checker::checkIsaCompute() {
     expectFloats();
     for (size_t i = 0; i < nsrc; ++i)
       expectSameShape(d, s[i], int(i));
+    if (op == Opcode::TensorTensorScan && inst_.scaleTile)
+      expectPerPartition(2, "initial value");
     break;
   case Opcode::BnStats:
     expectFloats();

@@ -87,6 +87,31 @@ def scaled_exp_rowsum(x, bias):
 
 
 @nki.jit
+def layer_stats_scan(x, a):
+    """bn_stats per 256-column chunk into one stats tile, bn_aggr; a decayed scan of x whose
+    start values are the row means (a [P, 1] initial tile)."""
+    P, F = x.shape
+    mv_out = nl.ndarray((P, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    s_out = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.shared_hbm)
+    xt = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=xt, src=x)
+    at = nl.ndarray((P, F), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=at, src=a)
+    n = F // 256
+    stats = nl.ndarray((P, 6 * n), dtype=nl.float32, buffer=nl.sbuf)
+    for j in nl.affine_range(n):
+        nisa.bn_stats(dst=stats[:, j * 6:(j + 1) * 6], data=xt[:, j * 256:(j + 1) * 256])
+    mv = nl.ndarray((P, 2), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.bn_aggr(dst=mv, data=stats)
+    sc = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_tensor_scan(dst=sc, data0=at, data1=xt, initial=mv[:, 0:1], op0=nl.multiply,
+                            op1=nl.add)
+    nisa.dma_copy(dst=mv_out, src=mv)
+    nisa.dma_copy(dst=s_out, src=sc)
+    return mv_out, s_out
+
+
+@nki.jit
 def too_many_partitions(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     t = nl.ndarray((256, 4), dtype=x.dtype, buffer=nl.sbuf)
@@ -176,3 +201,17 @@ def test_nki_kernel_as_torch_op_in_compiled_graph():
     compiled = torch.compile(f, backend="neuron", fullgraph=True)
     out = compiled(a, b).cpu()
     torch.testing.assert_close(out, torch.relu(a + b) * 2.0, rtol=1e-6, atol=1e-6)
+
+
+def test_bn_stats_bn_aggr_and_scan_from_an_initial_tile():
+    x = np.random.randn(64, 768).astype(np.float32)
+    a = np.random.uniform(0.5, 1.0, (64, 768)).astype(np.float32)
+    mv, sc = layer_stats_scan(x, a)
+    np.testing.assert_allclose(mv[:, 0], x.mean(axis=1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(mv[:, 1], x.var(axis=1), rtol=1e-4)
+    r = x.mean(axis=1)
+    ref = np.zeros_like(x)
+    for i in range(x.shape[1]):
+        r = a[:, i] * r + x[:, i]
+        ref[:, i] = r
+    np.testing.assert_allclose(sc, ref, rtol=1e-4, atol=1e-4)

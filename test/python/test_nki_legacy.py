@@ -114,3 +114,72 @@ def test_simulate_kernel_and_unknown_platform():
     bad = nki.jit(spmd_scale.fn, platform_target="trn9")
     with pytest.raises(neuronsim.NeuronCompileError, match="platform target"):
         bad(a)
+
+
+@nki.jit
+def masked_bn_norm(x):
+    """Row mean and variance through bn_stats over 512-column chunks (the last one masked: its
+    grid reaches past the tile and the mask brings it back) and bn_aggr."""
+    R, C = x.shape
+    out = nl.ndarray((R, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    ip = nl.arange(R)[:, None]
+    jf = nl.arange(C)[None, :]
+    jb = nl.arange(nl.tile_size.bn_stats_fmax)[None, :]
+    j6 = nl.arange(6)[None, :]
+    n = math.ceil(C / nl.tile_size.bn_stats_fmax)
+    t = nl.load(x[ip, jf])
+    stats = nl.ndarray((R, 6 * n), dtype=nl.float32)
+    for j in nl.affine_range(n):
+        stats[ip, j * 6 + j6] = nisa.bn_stats(t[ip, j * nl.tile_size.bn_stats_fmax + jb],
+                                              mask=(j * nl.tile_size.bn_stats_fmax + jb < C),
+                                              dtype=nl.float32)
+    mv = nisa.bn_aggr(stats[ip, nl.arange(6 * n)[None, :]])
+    nl.store(out[ip, nl.arange(2)[None, :]], value=mv)
+    return out
+
+
+@nki.jit
+def chunked_scan(a, b):
+    """r = a * r + b along each row, in chunks of 64 columns: each chunk's scan starts from a
+    [P, 1] tile holding the previous chunk's last column."""
+    P, F = a.shape
+    out = nl.ndarray((P, F), dtype=a.dtype, buffer=nl.shared_hbm)
+    init = nl.zeros((P, 1), dtype=nl.float32)
+    for c in nl.sequential_range(F // 64):
+        ta = nl.load(a[:, c * 64:(c + 1) * 64])
+        tb = nl.load(b[:, c * 64:(c + 1) * 64])
+        r = nisa.tensor_tensor_scan(ta, tb, initial=init, op0=np.multiply, op1=np.add)
+        init[...] = r[:, 63]
+        nl.store(out[:, c * 64:(c + 1) * 64], value=r)
+    return out
+
+
+def test_bn_stats_bn_aggr_with_a_masked_chunk():
+    x = (np.random.rand(96, 700).astype(np.float32) - 0.3) * 4
+    mv = masked_bn_norm(x)
+    np.testing.assert_allclose(mv[:, 0], x.mean(axis=1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(mv[:, 1], x.var(axis=1), rtol=1e-4, atol=1e-5)
+
+
+def test_tensor_tensor_scan_with_an_initial_tile():
+    a = np.random.uniform(0.5, 1.0, (128, 256)).astype(np.float32)
+    b = np.random.rand(128, 256).astype(np.float32)
+    ref = np.zeros_like(a)
+    r = np.zeros(128, dtype=np.float32)
+    for i in range(256):
+        r = a[:, i] * r + b[:, i]
+        ref[:, i] = r
+    np.testing.assert_allclose(chunked_scan(a, b), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_bn_stats_over_512_columns_names_the_line():
+    @nki.jit
+    def too_wide(x):
+        out = nl.ndarray((128, 6), dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(x)
+        nl.store(out, value=nisa.bn_stats(t))
+        return out
+
+    with pytest.raises(neuronsim.NeuronCompileError,
+                       match=r"test_nki_legacy.py:\d+ .*bn_stats of 600 elements"):
+        too_wide(np.zeros((128, 600), dtype=np.float32))

@@ -129,8 +129,8 @@ TEST_CASE("per-partition operands and row sums are checked", "[activation][check
     CHECK_THAT(errorOf(p), Contains("only an activation has a per-partition bias source"));
     in.biasTile = false;
     in.srcs.resize(2);
-    CHECK_THAT(errorOf(p), Contains("only activation, tensor_scalar and scalar_tensor_tensor "
-                                    "have a per-partition scalar source"));
+    CHECK_THAT(errorOf(p), Contains("only activation, tensor_scalar, scalar_tensor_tensor and "
+                                    "tensor_tensor_scan have a per-partition scalar source"));
   }
   SECTION("the sources must match the flags") {
     p.instructions[act].biasTile = false;

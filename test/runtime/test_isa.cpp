@@ -250,6 +250,28 @@ TEST_CASE("tensor_tensor_scan is a running (a op0 r) op1 b", "[isa]") {
   }
 }
 
+TEST_CASE("tensor_tensor_scan starts each partition from an initial tile", "[isa]") {
+  constexpr int64_t P = 8, F = 20;
+  const std::vector<float> a = randoms(P * F, 11, 0.5f, 1.0f), bv = randoms(P * F, 12),
+                           init = randoms(P, 13);
+  OneOp t;
+  AccessPattern r0 = t.in(P, 1, init);
+  r0.dims.back() = {0, F};
+  Instruction in = make(Opcode::TensorTensorScan, kQueueVector, t.tile(P, F),
+                        {t.in(P, F, a), t.in(P, F, bv), r0});
+  in.alu = AluOp::Mul;
+  in.alu2 = AluOp::Add;
+  in.scaleTile = true; // a chunk of a longer scan: r starts at the previous chunk's last column
+  std::vector<float> y = t.run(in);
+  for (int64_t p = 0; p < P; ++p) {
+    float r = init[size_t(p)];
+    for (int64_t i = 0; i < F; ++i) {
+      r = a[size_t(p * F + i)] * r + bv[size_t(p * F + i)];
+      CHECK(y[size_t(p * F + i)] == r);
+    }
+  }
+}
+
 TEST_CASE("tensor_partition_reduce reduces across partitions on GpSimd", "[isa]") {
   constexpr int64_t P = 128, F = 20;
   const std::vector<float> x = randoms(P * F, 10);

@@ -409,13 +409,30 @@ struct TensorTensorScanToNIsa : ToNIsa<ntile::TensorTensorScanOp> {
   using ToNIsa::ToNIsa;
   LogicalResult matchAndRewrite(ntile::TensorTensorScanOp op, OpAdaptor,
                                 ConversionPatternRewriter &r) const override {
+    Value tile = op.getInitialTile();
     r.replaceOpWithNewOp<nisa::TensorTensorScanOp>(
         op, queue(r, op, nisa::kQueueVector), memory.wholeTile(op.getTarget()),
         op.getOp0Attr(), op.getOp1Attr(), memory.wholeTile(op.getData0()),
-        memory.wholeTile(op.getData1()), op.getInitialAttr(), nullptr, nullptr);
+        memory.wholeTile(op.getData1()), op.getInitialAttr(),
+        tile ? memory.operandTile(tile, op.getTarget()) : nisa::AccessPatternAttr(), nullptr,
+        nullptr);
     return success();
   }
 };
+
+/// bn_stats and bn_aggr: one source, on the Vector engine.
+template <class From, class To> struct StatisticsToNIsa : ToNIsa<From> {
+  using ToNIsa<From>::ToNIsa;
+  LogicalResult matchAndRewrite(From op, typename From::Adaptor,
+                                ConversionPatternRewriter &r) const override {
+    r.replaceOpWithNewOp<To>(op, this->queue(r, op, nisa::kQueueVector),
+                             this->memory.wholeTile(op.getTarget()),
+                             this->memory.wholeTile(op.getSource()), nullptr, nullptr);
+    return success();
+  }
+};
+using BnStatsToNIsa = StatisticsToNIsa<ntile::BnStatsOp, nisa::BnStatsOp>;
+using BnAggrToNIsa = StatisticsToNIsa<ntile::BnAggrOp, nisa::BnAggrOp>;
 
 struct CopyToNIsa : ToNIsa<ntile::CopyOp> {
   using ToNIsa::ToNIsa;
@@ -505,7 +522,7 @@ struct ConvertNTileToNIsaPass : impl::ConvertNTileToNIsaBase<ConvertNTileToNIsaP
                    EraseMemoryOp<ntile::ReinterpretOp>, EraseMemoryOp<ntile::ViewOp>, LoopToNIsa,
                    DmaToNIsa, GatherToNIsa, CollectiveToNIsa, RandomToNIsa, MatmulToNIsa, TransposeToNIsa,
                    ActivationToNIsa, TensorTensorToNIsa, TensorScalarToNIsa,
-                   ScalarTensorTensorToNIsa, TensorTensorScanToNIsa, CopyToNIsa, ReduceToNIsa, SelectToNIsa,
+                   ScalarTensorTensorToNIsa, TensorTensorScanToNIsa, BnStatsToNIsa, BnAggrToNIsa, CopyToNIsa, ReduceToNIsa, SelectToNIsa,
                    ScatterToNIsa>(ctx, memory);
       if (failed(applyFullConversion(func, legal, std::move(patterns))))
         return signalPassFailure();

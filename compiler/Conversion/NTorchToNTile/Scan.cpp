@@ -70,9 +70,9 @@ LogicalResult lowerScan(TileEmitter &e, Operation *operation) {
       // A sum: y[i] = c[i] * y[i - 1] + x[i]; a product: y[i] = x[i] * y[i - 1] * c[i]. The
       // initial value 1 and column 0 give y[0] = the carry in both.
       if (sum)
-        e.b.create<ntile::TensorTensorScanOp>(loc, AluOp::mul, AluOp::add, c, x, APFloat(1.0), y);
+        e.b.create<ntile::TensorTensorScanOp>(loc, AluOp::mul, AluOp::add, c, x, APFloat(1.0), Value(), y);
       else
-        e.b.create<ntile::TensorTensorScanOp>(loc, AluOp::mul, AluOp::mul, x, c, APFloat(1.0), y);
+        e.b.create<ntile::TensorTensorScanOp>(loc, AluOp::mul, AluOp::mul, x, c, APFloat(1.0), Value(), y);
       e.b.create<ntile::CopyOp>(loc, columns(y, size, 1), columns(carrier, 0, 1));
       Value result = columns(y, 1, size);
       if (resultType != f32) {

@@ -188,10 +188,34 @@ LogicalResult ScalarTensorTensorOp::verify() {
 LogicalResult TensorTensorScanOp::verify() {
   if (failed(verifyInstruction(*this, {kQueueVector})))
     return failure();
-  for (AccessPatternAttr ap : {getData0(), getData1(), getDst()})
+  for (AccessPatternAttr ap : getReadPatterns())
     if (!isa<FloatType>(ap.getElementType()))
       return emitOpError("computes on float tiles only");
-  return verifyElementwise(*this, {getData0(), getData1()});
+  if (!isa<FloatType>(getDst().getElementType()))
+    return emitOpError("computes on float tiles only");
+  return verifyElementwise(*this, getReadPatterns());
+}
+
+/// bn_stats / bn_aggr: float patterns on the Vector queue, dst [partitions of src, width].
+static LogicalResult verifyStatistics(Operation *op, AccessPatternAttr src, AccessPatternAttr dst,
+                                      int64_t width) {
+  if (!isa<FloatType>(src.getElementType()) || !isa<FloatType>(dst.getElementType()))
+    return op->emitOpError("computes on float tiles only");
+  if (src.getSize(0) != dst.getSize(0) || dst.getFreeSize() != width)
+    return op->emitOpError("dst must be [partitions of src, ") << width << "]";
+  return success();
+}
+
+LogicalResult BnStatsOp::verify() {
+  if (failed(verifyInstruction(*this, {kQueueVector})))
+    return failure();
+  return verifyStatistics(*this, getSrc(), getDst(), 6);
+}
+
+LogicalResult BnAggrOp::verify() {
+  if (failed(verifyInstruction(*this, {kQueueVector})))
+    return failure();
+  return verifyStatistics(*this, getSrc(), getDst(), 2);
 }
 
 LogicalResult TransposeOp::verify() {

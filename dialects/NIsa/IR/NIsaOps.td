@@ -219,12 +219,38 @@ def NIsa_ScalarTensorTensorOp : NIsa_Instruction<"scalar_tensor_tensor",
 
 def NIsa_TensorTensorScanOp : NIsa_Instruction<"tensor_tensor_scan",
     (ins Neuron_AluOp:$op0, Neuron_AluOp:$op1, NIsa_AccessPatternAttr:$data0,
-         NIsa_AccessPatternAttr:$data1, F64Attr:$initial),
-    "$data0 `,` $data1 `,` $initial", "$op0 $op1"> {
+         NIsa_AccessPatternAttr:$data1, F64Attr:$initial,
+         OptionalAttr<NIsa_AccessPatternAttr>:$initial_tile),
+    "$data0 `,` $data1 `,` $initial (`tile` $initial_tile^)?", "$op0 $op1"> {
   let summary = "Vector engine: dst[p, i] = (data0[p, i] <op0> dst[p, i - 1]) <op1> data1[p, i]";
+  let description = [{
+    dst[p, -1] is `initial`, or with `initial_tile` (one value per partition, read with free
+    stride 0) that tile's value.
+  }];
   let extraClassDeclaration = [{
     static ::neuron::runtime::Opcode getOpcode() { return ::neuron::runtime::Opcode::TensorTensorScan; }
-    llvm::SmallVector<AccessPatternAttr> getReadPatterns() { return {getData0(), getData1()}; }
+    llvm::SmallVector<AccessPatternAttr> getReadPatterns() {
+      llvm::SmallVector<AccessPatternAttr> reads = {getData0(), getData1()};
+      if (getInitialTileAttr())
+        reads.push_back(getInitialTileAttr());
+      return reads;
+    }
+  }];
+}
+
+def NIsa_BnStatsOp : NIsa_Instruction<"bn_stats", (ins NIsa_AccessPatternAttr:$src), "$src"> {
+  let summary = "Vector engine: dst[p, 0:6] = (count, mean, M2) of the even then odd elements of src[p]";
+  let extraClassDeclaration = [{
+    static ::neuron::runtime::Opcode getOpcode() { return ::neuron::runtime::Opcode::BnStats; }
+    llvm::SmallVector<AccessPatternAttr> getReadPatterns() { return {getSrc()}; }
+  }];
+}
+
+def NIsa_BnAggrOp : NIsa_Instruction<"bn_aggr", (ins NIsa_AccessPatternAttr:$src), "$src"> {
+  let summary = "Vector engine: dst[p, 0:2] = (mean, variance) of the bn_stats groups of src[p]";
+  let extraClassDeclaration = [{
+    static ::neuron::runtime::Opcode getOpcode() { return ::neuron::runtime::Opcode::BnAggr; }
+    llvm::SmallVector<AccessPatternAttr> getReadPatterns() { return {getSrc()}; }
   }];
 }
 

@@ -234,7 +234,40 @@ LogicalResult TensorTensorScanOp::verify() {
     if (!isa<FloatType>(bufferType(v).getElementType()))
       return emitOpError("computes on float tiles only");
   }
+  if (Value s = getInitialTile()) {
+    if (failed(verifyTile(*this, s, "initial tile")))
+      return failure();
+    MemRefType st = bufferType(s);
+    if (st.getDimSize(0) != bufferType(getTarget()).getDimSize(0) || st.getDimSize(1) != 1)
+      return emitOpError("initial tile must be one value per partition of the target");
+    if (!isa<FloatType>(st.getElementType()))
+      return emitOpError("computes on float tiles only");
+  }
   return verifySameShape(*this, {getData0(), getData1(), getTarget()});
+}
+
+/// bn_stats / bn_aggr: float tiles, target [partitions of source, `width`].
+static LogicalResult verifyStatistics(Operation *op, Value source, Value target, int64_t width) {
+  if (failed(verifyTile(op, source, "source")) || failed(verifyTile(op, target, "target")))
+    return failure();
+  MemRefType s = bufferType(source), t = bufferType(target);
+  if (!isa<FloatType>(s.getElementType()) || !isa<FloatType>(t.getElementType()))
+    return op->emitOpError("computes on float tiles only");
+  if (t.getDimSize(0) != s.getDimSize(0) || t.getDimSize(1) != width)
+    return op->emitOpError("target must be [partitions of source, ") << width << "]";
+  return success();
+}
+
+LogicalResult BnStatsOp::verify() {
+  if (bufferType(getSource()).getDimSize(1) > 512)
+    return emitOpError("source has more than 512 elements per partition (bn_stats_fmax)");
+  return verifyStatistics(*this, getSource(), getTarget(), 6);
+}
+
+LogicalResult BnAggrOp::verify() {
+  if (bufferType(getSource()).getDimSize(1) % 6 != 0)
+    return emitOpError("source must hold bn_stats groups of 6 values per partition");
+  return verifyStatistics(*this, getSource(), getTarget(), 2);
 }
 
 LogicalResult CopyOp::verify() {

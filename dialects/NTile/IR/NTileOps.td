@@ -242,20 +242,54 @@ def NTile_ScalarTensorTensorOp : NTile_ElementwiseOp<"scalar_tensor_tensor"> {
 def NTile_TensorTensorScanOp : NTile_ElementwiseOp<"tensor_tensor_scan"> {
   let summary = "Vector engine: target[p, i] = (data0[p, i] <op0> r) <op1> data1[p, i]";
   let description = [{
-    r = target[p, i - 1], and `initial` for i = 0: a running combination along the free
-    dimension, computed in fp32 (float tiles). A cumsum is ones * r + x; a cumprod x * r * 1.
+    r = target[p, i - 1], and `initial` for i = 0 (or, with `tile`, the value of each
+    partition of a [partitions, 1] tile: a chunk of a longer scan starting where the previous
+    chunk ended): a running combination along the free dimension, computed in fp32 (float
+    tiles). A cumsum is ones * r + x; a cumprod x * r * 1.
     ```mlir
     ntile.tensor_tensor_scan mul add %ones, %x, -0.000000e+00 to %y : memref<128x257xf32, #ntile.mem<sbuf>>,
         memref<128x257xf32, #ntile.mem<sbuf>>, memref<128x257xf32, #ntile.mem<sbuf>>
+    ntile.tensor_tensor_scan mul add %a, %b, 0.000000e+00 tile %r0 : memref<128x1xf32, #ntile.mem<sbuf>>
+        to %y : memref<128x64xf32, #ntile.mem<sbuf>>, memref<128x64xf32, #ntile.mem<sbuf>>,
+        memref<128x64xf32, #ntile.mem<sbuf>>
     ```
   }];
   let arguments = (ins Neuron_AluOp:$op0, Neuron_AluOp:$op1, Arg<NTile_Buffer, "", [MemRead]>:$data0,
                        Arg<NTile_Buffer, "", [MemRead]>:$data1, F64Attr:$initial,
+                       Arg<Optional<NTile_Buffer>, "", [MemRead]>:$initial_tile,
                        Arg<NTile_Buffer, "", [MemWrite]>:$target);
   let assemblyFormat = [{
-    $op0 $op1 $data0 `,` $data1 `,` $initial `to` $target attr-dict `:` type($data0) `,`
-    type($data1) `,` type($target)
+    $op0 $op1 $data0 `,` $data1 `,` $initial (`tile` $initial_tile^ `:` type($initial_tile))?
+    `to` $target attr-dict `:` type($data0) `,` type($data1) `,` type($target)
   }];
+}
+
+def NTile_BnStatsOp : NTile_ElementwiseOp<"bn_stats"> {
+  let summary = "Vector engine: target[p, 0:6] = batch-norm statistics of source[p, :]";
+  let description = [{
+    Count, mean and mean-centred sum of squares of the even-indexed elements of each
+    partition, then of the odd-indexed ones (at most 512 float elements per partition).
+    ```mlir
+    ntile.bn_stats %x to %s : memref<128x512xf32, #ntile.mem<sbuf>>, memref<128x6xf32, #ntile.mem<sbuf>>
+    ```
+  }];
+  let arguments = (ins Arg<NTile_Buffer, "", [MemRead]>:$source,
+                       Arg<NTile_Buffer, "", [MemWrite]>:$target);
+  let assemblyFormat = "$source `to` $target attr-dict `:` type($source) `,` type($target)";
+}
+
+def NTile_BnAggrOp : NTile_ElementwiseOp<"bn_aggr"> {
+  let summary = "Vector engine: target[p, 0:2] = (mean, variance) of bn_stats groups";
+  let description = [{
+    Combines the bn_stats results held side by side in each partition of the source (6 values
+    per group) into the mean and population variance of all their elements.
+    ```mlir
+    ntile.bn_aggr %s to %mv : memref<128x12xf32, #ntile.mem<sbuf>>, memref<128x2xf32, #ntile.mem<sbuf>>
+    ```
+  }];
+  let arguments = (ins Arg<NTile_Buffer, "", [MemRead]>:$source,
+                       Arg<NTile_Buffer, "", [MemWrite]>:$target);
+  let assemblyFormat = "$source `to` $target attr-dict `:` type($source) `,` type($target)";
 }
 
 def NTile_CopyOp : NTile_ElementwiseOp<"copy"> {

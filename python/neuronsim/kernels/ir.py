@@ -540,7 +540,12 @@ class Emitter:
         if op.kind == "activation":
             self.emit_activation(op, env)
             return
-        srcs = [self.operand(env, s, op.source) for s in op.srcs]
+        if op.kind == "scan" and len(op.srcs) == 3:  # an initial tile: one value per partition
+            init, init_t = self.operand(env, op.srcs[2], op.source)
+            srcs = [self.operand(env, s, op.source) for s in op.srcs[:2]]
+        else:
+            init = None
+            srcs = [self.operand(env, s, op.source) for s in op.srcs]
         dst, dst_t = self.operand(env, op.dst, op.source)
         names = ", ".join(s[0] for s in srcs)
         types = ", ".join([s[1] for s in srcs] + [dst_t])
@@ -563,8 +568,11 @@ class Emitter:
         elif op.kind == "select":
             text = f"ntile.select {names} to {dst}{extra} : {types}"
         elif op.kind == "scan":
+            tile = f" tile {init} : {init_t}" if init is not None else ""
             text = (f"ntile.tensor_tensor_scan {a['op0']} {a['op1']} {names}, "
-                    f"{f64(a['initial'])} to {dst}{extra} : {types}")
+                    f"{f64(a['initial'])}{tile} to {dst}{extra} : {types}")
+        elif op.kind in ("bn_stats", "bn_aggr"):
+            text = f"ntile.{op.kind} {names} to {dst}{extra} : {types}"
         else:  # pragma: no cover
             raise AssertionError(op.kind)
         self.emit_line(env, text, op.source)

@@ -158,6 +158,8 @@ ENGINES = {  # the engines that run each Vector-class op (runtime/simulator/Chec
     "select": ("vector", "gpsimd"),
     "copy": ("vector", "scalar", "gpsimd"),
     "scan": ("vector",),
+    "bn_stats": ("vector",),
+    "bn_aggr": ("vector",),
 }
 
 

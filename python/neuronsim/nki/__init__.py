@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import isa, language, typing  # noqa: A004
+from . import compiler, isa, language, typing  # noqa: A004
 from ._kernel import (
     BenchmarkResult,
     NkiKernel,
@@ -27,6 +27,7 @@ from ._kernel import jit as _jit
 
 tensor = typing.tensor
 Kernel = NkiKernel
+dtype = Any  # annotations of kernel helpers (`dtype: nki.dtype`)
 
 
 def jit(fn: Any = None, **kwargs: Any) -> Any:
@@ -40,6 +41,6 @@ def trace(fn: Any = None, **kwargs: Any) -> Any:
     return _jit(fn, **kwargs)
 
 
-__all__ = ["BenchmarkResult", "Kernel", "NkiKernel", "TensorSpec", "baremetal", "benchmark",
+__all__ = ["BenchmarkResult", "compiler", "Kernel", "NkiKernel", "TensorSpec", "baremetal", "benchmark",
            "isa", "jit", "language", "profile", "simulate", "simulate_kernel", "tensor",
            "typing"]

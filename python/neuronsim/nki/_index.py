@@ -364,7 +364,15 @@ def as_tile(value: Any, what: str, mask: Mask | None = None) -> Any:
     from ..kernels import ir
     from ._tiles import NTile
 
+    if isinstance(value, PendingTile):
+        if mask is None:
+            raise error(value.message, value.source)
+        parent, key = value.nki_src
+        return parent._index(key, mask)
     if isinstance(value, NTile):
+        if mask is not None and hasattr(value, "nki_src"):  # a grid view: the mask narrows it
+            parent, key = value.nki_src
+            return parent._index(key, mask)
         return value.masked(mask) if mask is not None else value
     if isinstance(value, (ir.HbmTensor, HbmView)):
         raise error(f"{what} is an HBM tensor; engines read SBUF/PSUM tiles: load it first")
@@ -373,3 +381,16 @@ def as_tile(value: Any, what: str, mask: Mask | None = None) -> Any:
     if isinstance(value, TileView):
         return NTile.wrap(value, None)
     raise error(f"{what} must be a tile, got {type(value).__name__}")
+
+
+class PendingTile:
+    """A tile view whose grid indices reach outside the tile: valid only under a mask given to
+    the instruction that reads it; anything else reports the error."""
+
+    def __init__(self, tile: Any, key: Any, message: str, source: Any) -> None:
+        self.nki_src = (tile, key)
+        self.message = message
+        self.source = source
+
+    def __getattr__(self, name: str) -> Any:
+        raise error(self.message, self.source)

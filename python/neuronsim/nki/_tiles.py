@@ -134,7 +134,15 @@ class NTile:
                 lo, hi = start.bounds()
                 top = hi + sum(c * (n - 1) for _, c, n, _ in parts)
                 if lo < 0 or top >= size or any(n < 1 for _, _, n, _ in parts):
-                    raise error(f"index grid of dim {i} is outside the tile's size {size}",
+                    message = (f"index grid of dim {i} is outside the tile's size {size} (up "
+                               f"to {top})")
+                    if mask is None and lo >= 0:
+                        # a mask given to the instruction may bring it inside (as HBM views)
+                        from ._index import PendingTile
+
+                        return PendingTile(self, key, message + " and no mask= keeps it "
+                                           "inside", source)  # type: ignore[return-value]
+                    raise error(message + (" after its mask" if mask is not None else ""),
                                 source)
                 if i == nb:
                     if len(parts) != 1 or parts[0][1] != 1 or not start.is_const():
@@ -172,7 +180,10 @@ class NTile:
         if grids:
             free.sort(key=lambda d: (d[2], d[3]))
         fdims = [(st, n) for st, n, _, _ in free] or [(1, 1)]
-        return NTile(self.tile, p0, np_, c0, blocks, fdims)
+        result = NTile(self.tile, p0, np_, c0, blocks, fdims)
+        if grids and mask is None:
+            result.nki_src = (self, key)  # type: ignore[attr-defined]  (a mask re-indexes it)
+        return result
 
     def __getitem__(self, key: Any) -> NTile:
         return self._index(key)

@@ -61,6 +61,30 @@ class nc_version:  # noqa: N801
     gen4 = 4
 
 
+class dma_engine:  # noqa: N801
+    """The DMA engine of a hardware-DGE transfer (dma_copy(..., engine=)): accepted, the
+    simulator's queue assignment decides."""
+
+    sync = "sync"
+    activation = "activation"
+    gpsimd = "gpsimd"
+    unknown = None
+
+
+def _unsupported(name: str, why: str) -> Any:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        raise error(f"nisa.{name} is not supported by NeuronSim's NKI yet ({why})",
+                    caller_source())
+
+    call.__name__ = name
+    return call
+
+
+sendrecv = _unsupported("sendrecv", "transfers between the physical cores of a logical core")
+core_barrier = _unsupported("core_barrier", "barriers between the physical cores of a logical "
+                            "core")
+
+
 def get_nc_version() -> int:
     target = getattr(tracer(), "target", "trn2")
     return {"trn1": 2, "trn2": 3, "trn3": 4}.get(target.split("-")[0], 3)
@@ -94,7 +118,9 @@ def _as_dst(dst: Any, source: Source) -> NTile:
 
 
 def _is_tile(x: Any) -> bool:
-    return isinstance(x, (NTile, TileView))
+    from ._index import PendingTile
+
+    return isinstance(x, (NTile, TileView, PendingTile))
 
 
 # -- data movement -------------------------------------------------------------------------------
@@ -460,20 +486,66 @@ def tensor_tensor_scan(*args: Any, initial: Any = None, op0: Any = None, op1: An
         op0 = rest.pop(0)
     if rest and op1 is None:
         op1 = rest.pop(0)
-    if _is_tile(initial):
-        raise error("tensor_tensor_scan with a tile as `initial` (one start value per "
-                    "partition) is not supported by NeuronSim's NKI yet; a number is", source)
-    a = as_tile(data0, "data0 of tensor_tensor_scan")
-    b = as_tile(data1, "data1 of tensor_tensor_scan")
+    a = as_tile(data0, "data0 of tensor_tensor_scan", mask)
+    b = as_tile(data1, "data1 of tensor_tensor_scan", mask)
     if a.shape != b.shape:
         raise error(f"tensor_tensor_scan of tiles {list(a.shape)} and {list(b.shape)}", source)
+    srcs = [a.flat(source), b.flat(source)]
+    start = 0.0
+    if _is_tile(initial):  # one start value per partition: a [P, 1] tile
+        init = as_tile(initial, "the initial tile of tensor_tensor_scan")
+        if init.is_column_broadcast():
+            init = init.column()
+        if init.np != a.np or init.free_size() != 1:
+            raise error(f"the initial tile of tensor_tensor_scan must be [{a.np}, 1] (one value "
+                        f"per partition of the data), got {list(init.shape)}", source)
+        srcs.append(init.flat(source))
+    elif initial is not None:
+        start = float(initial)
     out = _dt(dtype) or (_as_dst(dst, source).dtype if dst is not None else None)
     attrs = {"op0": _ki._alu(resolve_op(op0), "tensor_tensor_scan"),
              "op1": _ki._alu(resolve_op(op1), "tensor_tensor_scan"),
-             "initial": float(initial or 0.0), "engine": None}
-    r = _ops.compute("scan", [a.flat(source), b.flat(source)], attrs, a.flat(source).shape,
-                     out, source, "Vector engine", _ops.FLOATS)
+             "initial": start, "engine": None}
+    r = _ops.compute("scan", srcs, attrs, srcs[0].shape, out, source, "Vector engine",
+                     _ops.FLOATS)
     return _finish(dst, NTile.wrap(r, a.shape), source)
+
+
+BN_STATS_FMAX = 512  # nl.tile_size.bn_stats_fmax: free elements per bn_stats call
+
+
+def bn_stats(*args: Any, dtype: Any = None, mask: Any = None, **kw: Any) -> Any:
+    """Vector engine: per partition, the count, mean and mean-centred sum of squares of the
+    even-indexed then the odd-indexed elements of data ([P, F], F <= 512) into [P, 6] (fp32
+    unless dtype says otherwise); bn_aggr combines them."""
+    source = caller_source()
+    dst, data = _split(args, kw, ["dst", "data"])
+    x = as_tile(data, "the data of bn_stats", mask)
+    if x.free_size() > BN_STATS_FMAX:
+        raise error(f"bn_stats of {x.free_size()} elements per partition: at most "
+                    f"{BN_STATS_FMAX} (nl.tile_size.bn_stats_fmax); call it per chunk and "
+                    "combine the results with bn_aggr", source)
+    out = _dt(dtype) or (_as_dst(dst, source).dtype if dst is not None else torch.float32)
+    flat = x.flat(source)
+    r = _ops.compute("bn_stats", [flat], {"engine": None}, (flat.shape[0], 6), out, source,
+                     "Vector engine", _ops.FLOATS)
+    return _finish(dst, NTile.wrap(r, None), source)
+
+
+def bn_aggr(*args: Any, dtype: Any = None, mask: Any = None, **kw: Any) -> Any:
+    """Vector engine: the mean and population variance ([P, 2]) of each partition's bn_stats
+    results held side by side in data ([P, 6 k])."""
+    source = caller_source()
+    dst, data = _split(args, kw, ["dst", "data"])
+    x = as_tile(data, "the data of bn_aggr", mask)
+    if x.free_size() % 6 != 0:
+        raise error(f"bn_aggr reads bn_stats results, 6 values each; data has "
+                    f"{x.free_size()} per partition", source)
+    out = _dt(dtype) or (_as_dst(dst, source).dtype if dst is not None else torch.float32)
+    flat = x.flat(source)
+    r = _ops.compute("bn_aggr", [flat], {"engine": None}, (flat.shape[0], 2), out, source,
+                     "Vector engine", _ops.FLOATS)
+    return _finish(dst, NTile.wrap(r, None), source)
 
 
 def iota(*args: Any, **kw: Any) -> Any:
@@ -485,4 +557,8 @@ def affine_select(*args: Any, **kw: Any) -> Any:
 
 
 def __getattr__(name: str) -> Any:
+    if name == "constants":
+        from . import isa_constants
+
+        return isa_constants
     raise AttributeError(f"nki.isa.{name} is not provided by NeuronSim's NKI yet")

@@ -47,6 +47,13 @@ float8_e5m2 = UnsupportedDType("float8_e5m2")
 float8_e4m3fn = UnsupportedDType("float8_e4m3fn")
 float8_e8m0fnu = UnsupportedDType("float8_e8m0fnu")
 float4_e2m1fn_x4 = UnsupportedDType("float4_e2m1fn_x4")
+float8_e4m3fn_x4 = UnsupportedDType("float8_e4m3fn_x4")
+float8_e5m2_x4 = UnsupportedDType("float8_e5m2_x4")
+
+
+class NKIObject:
+    """NKI's base class of kernel-side objects (configuration dataclasses passed between
+    kernel functions). Tracing runs kernels as Python, so a plain base class is all it takes."""
 
 # -- buffers -----------------------------------------------------------------------------------
 sbuf = "sbuf"
@@ -161,6 +168,25 @@ def copy(x: Any, dtype: Any = None, mask: Any = None, **_: Any) -> Any:
     t = as_tile(x, "the source of nl.copy", mask)
     return NTile.wrap(_ops.copy(t.flat(source), torch_dtype(dtype) if dtype is not None else None,
                                 source), t.shape)
+
+
+def static_cast(x: Any, dtype: Any, **kw: Any) -> Any:
+    """A tile converted to dtype (a copy); outside a kernel, a numpy array converted (as NKI's
+    tests prepare inputs: bfloat16 through ml_dtypes, float32 without it)."""
+    import numpy as np
+
+    if isinstance(x, (np.ndarray, np.generic, float, int)) and not isinstance(x, bool):
+        t = torch_dtype(dtype)
+        if t == torch.bfloat16:
+            try:
+                import ml_dtypes
+
+                return np.asarray(x).astype(ml_dtypes.bfloat16)
+            except ImportError:
+                raise error("nl.static_cast to bfloat16 of a numpy array needs ml_dtypes") \
+                    from None
+        return np.asarray(x).astype(str(t).removeprefix("torch."))
+    return copy(x, dtype=dtype, **kw)
 
 
 # -- loops ---------------------------------------------------------------------------------------
@@ -355,6 +381,12 @@ def matmul(x: Any, y: Any, transpose_x: bool = False, mask: Any = None, **_: Any
     source = caller_source()
     xt = as_tile(x, "x of nl.matmul", mask)
     yt = as_tile(y, "y of nl.matmul", mask)
+    # nl.matmul is NKI's high-level matmul: an operand in PSUM (an nl.transpose result) is
+    # copied to SBUF first, as NKI's compiler does (the Tensor engine reads SBUF only)
+    if yt.buffer == "psum":
+        yt = NTile.wrap(_ops.copy(yt.flat(source), yt.dtype, source), yt.shape)
+    if xt.buffer == "psum":
+        xt = NTile.wrap(_ops.copy(xt.flat(source), xt.dtype, source), xt.shape)
     if not transpose_x:
         tr = isa._transpose(xt, source)
         xt = NTile.wrap(_ops.copy(tr.flat(source), xt.dtype, source), tr.shape)

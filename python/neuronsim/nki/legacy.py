@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import isa, language, typing  # noqa: A004
+from . import compiler, isa, language, typing  # noqa: A004
 from ._kernel import baremetal, benchmark, profile, simulate_kernel
 from ._kernel import jit as _jit
 from ._kernel import simulate as _simulate
@@ -26,5 +26,5 @@ def simulate(kernel: Any) -> Any:
     return _simulate(kernel)
 
 
-__all__ = ["baremetal", "benchmark", "isa", "jit", "language", "profile", "simulate",
+__all__ = ["baremetal", "compiler", "benchmark", "isa", "jit", "language", "profile", "simulate",
            "simulate_kernel", "tensor", "trace", "typing"]

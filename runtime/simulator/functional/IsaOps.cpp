@@ -143,8 +143,9 @@ void tensorTensorScan(Memory &mem, const Instruction &inst) {
   const std::vector<float> a = load<float>(mem, inst.srcs[0]), b = load<float>(mem, inst.srcs[1]);
   const int64_t parts = partitionsOf(inst.dst), n = int64_t(a.size()) / parts;
   std::vector<float> out(a.size());
+  const std::vector<float> initial = scalars(mem, inst, parts); // imm[0] or the srcs[2] tile
   for (int64_t p = 0; p < parts; ++p) {
-    float r = float(inst.imm[0]);
+    float r = initial[size_t(p)];
     for (int64_t i = 0; i < n; ++i) {
       const size_t k = size_t(p * n + i);
       r = alu(inst.alu2, alu(inst.alu, a[k], r), b[k]);

@@ -111,3 +111,30 @@ func.func @two_ops_on_integers(%i: memref<128x64xi32, #ntile.mem<sbuf>>) {
   ntile.tensor_scalar mul %i, 2.0 then add 1.0 to %i : memref<128x64xi32, #ntile.mem<sbuf>>, memref<128x64xi32, #ntile.mem<sbuf>>
   return
 }
+
+// -----
+
+// bn_stats takes at most 512 elements per partition.
+func.func @bn_stats_too_wide(%x: memref<128x600xf32, #ntile.mem<sbuf>>, %s: memref<128x6xf32, #ntile.mem<sbuf>>) {
+  // expected-error @+1 {{source has more than 512 elements per partition (bn_stats_fmax)}}
+  ntile.bn_stats %x to %s : memref<128x600xf32, #ntile.mem<sbuf>>, memref<128x6xf32, #ntile.mem<sbuf>>
+  return
+}
+
+// -----
+
+// bn_aggr writes (mean, variance) per partition.
+func.func @bn_aggr_target(%s: memref<128x12xf32, #ntile.mem<sbuf>>, %m: memref<128x3xf32, #ntile.mem<sbuf>>) {
+  // expected-error @+1 {{target must be [partitions of source, 2]}}
+  ntile.bn_aggr %s to %m : memref<128x12xf32, #ntile.mem<sbuf>>, memref<128x3xf32, #ntile.mem<sbuf>>
+  return
+}
+
+// -----
+
+// A scan's initial tile holds one value per partition.
+func.func @scan_initial_shape(%a: memref<4x64xf32, #ntile.mem<sbuf>>, %r: memref<4x2xf32, #ntile.mem<sbuf>>) {
+  // expected-error @+1 {{initial tile must be one value per partition of the target}}
+  ntile.tensor_tensor_scan mul add %a, %a, 0.0 tile %r : memref<4x2xf32, #ntile.mem<sbuf>> to %a : memref<4x64xf32, #ntile.mem<sbuf>>, memref<4x64xf32, #ntile.mem<sbuf>>, memref<4x64xf32, #ntile.mem<sbuf>>
+  return
+}

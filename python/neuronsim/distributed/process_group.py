@@ -115,6 +115,10 @@ class NeuronProcessGroup(dist.ProcessGroup):
     def getBackendName(self) -> str:  # noqa: N802 - the ProcessGroup API
         return "neuron"
 
+    def _set_default_timeout(self, timeout: datetime.timedelta) -> None:
+        """The timeout of later collectives (torch.distributed.set_timeout): gloo's."""
+        self._gloo._set_default_timeout(timeout)
+
     # A Python process group keeps its own name (the C++ one reads it from a backend).
     def _set_group_name(self, name: str) -> None:
         self._name = name

@@ -412,14 +412,23 @@ public:
 
 // ---- The kernels every backend owns. ----
 
-/// A CPU tensor over the same memory as `t` (a neuron tensor), keeping its storage alive.
+/// A CPU tensor over the same memory as `t` (a neuron tensor), keeping its storage alive. It
+/// keeps `t`'s negative and conjugate bits (a lazy `neg()`/`conj()` view, `_neg_view`,
+/// `conj()` of a complex tensor, backward's conjugated gradients): the alias means the same
+/// values as `t`, and the CPU kernels that read or write it resolve the bits as for any CPU
+/// tensor.
 at::Tensor hostAlias(const at::Tensor &t) {
   if (t.device().type() != kNeuron)
     return t;
   c10::Storage storage = t.storage();
   void *data = t.numel() == 0 ? nullptr : t.data_ptr();
-  return at::from_blob(
+  at::Tensor alias = at::from_blob(
       data, t.sizes(), t.strides(), [storage](void *) {}, t.options().device(at::kCPU));
+  if (t.is_neg())
+    alias._set_neg(true);
+  if (t.is_conj())
+    alias._set_conj(true);
+  return alias;
 }
 
 /// Device memory holds any real dtype and complex64/complex128 (eager.py runs complex ops as
@@ -537,7 +546,8 @@ at::Tensor copyFromAndResize(const at::Tensor &self, const at::Tensor &dst) {
 
 at::Scalar localScalarDense(const at::Tensor &self) {
   countTransfer(self.device().index(), Direction::DeviceToHost, int64_t(self.element_size()));
-  return at::native::_local_scalar_dense_cpu(hostAlias(self));
+  // The bits are resolved on the host copy: the CPU kernel reads the raw element.
+  return at::native::_local_scalar_dense_cpu(hostAlias(self).resolve_conj().resolve_neg());
 }
 
 at::Tensor &setTensor(at::Tensor &self, const at::Tensor &source) {
@@ -651,6 +661,27 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_.source_Storage", setStorage);
   m.impl("set_.source_Storage_storage_offset", setStorageOffset);
   m.impl("_has_compatible_shallow_copy_type", compatibleShallowCopy);
+}
+
+// Copies, `.item()` and the host alias read and write memory themselves and honour the negative
+// and conjugate bits (hostAlias keeps them; the CPU copy kernel resolves them, and writes into a
+// negated or conjugated destination as it does for CPU tensors). Without these the Negative and
+// Conjugate fallbacks would resolve the bits of `_copy_from`'s arguments first, with a clone
+// whose copy_ calls `_copy_from` again: an infinite recursion (a stack overflow, seen as a
+// segmentation fault in torchtitan's backward over its complex RoPE).
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+TORCH_LIBRARY_IMPL(neuronsim, Negative, m) {
+  m.impl("host_alias", torch::CppFunction::makeFallthrough());
+}
+TORCH_LIBRARY_IMPL(neuronsim, Conjugate, m) {
+  m.impl("host_alias", torch::CppFunction::makeFallthrough());
 }
 
 TORCH_LIBRARY(neuronsim, m) {

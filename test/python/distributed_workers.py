@@ -239,3 +239,35 @@ def clock_alignment(rank: int, world: int, port: int, out: str) -> None:
         "before": before, "after": after, "wait": m.comm_wait_ns, "comm": m.comm_ns,
         "value": t.cpu(),
     })  # fmt: skip
+
+
+def avg_and_premul_sum(rank: int, world: int, port: int, out: str) -> None:
+    """NCCL's AVG and PREMUL_SUM reductions (gloo has neither; FSDP2 reduce-scatters gradients
+    with PREMUL_SUM) on neuron tensors, each form; a strided output too."""
+    device = init(rank, world, port)
+    x = torch.arange(8.0) * (rank + 1) + 0.5
+    result = {}
+    for name, op in (("avg", dist.ReduceOp.AVG), ("premul", dist._make_nccl_premul_sum(0.25))):
+        t = x.to(device)
+        dist.all_reduce(t, op=op)
+        result[f"all_reduce_{name}"] = t.cpu()
+        t = x.to(device)
+        dist.all_reduce_coalesced([t], op=op)
+        result[f"all_reduce_coalesced_{name}"] = t.cpu()
+        source = x.to(device)
+        o = torch.empty(8 // world, device=device)
+        dist.reduce_scatter_tensor(o, source, op=op)
+        result[f"reduce_scatter_tensor_{name}"] = o.cpu()
+        torch.testing.assert_close(source.cpu(), x)  # the input is not changed
+        big = torch.zeros(8 // world, 2, device=device)
+        dist.reduce_scatter(big[:, 0], list(x.to(device).chunk(world)), op=op)  # strided
+        result[f"reduce_scatter_{name}"] = big.cpu()
+        t = x.to(device)
+        dist.reduce(t, dst=0, op=op)
+        result[f"reduce_{name}"] = t.cpu()
+    try:
+        dist.all_reduce(torch.ones(2, dtype=torch.int64, device=device), op=dist.ReduceOp.AVG)
+        result["int_error"] = None
+    except TypeError as e:
+        result["int_error"] = str(e)
+    _finish(out, rank, result)

@@ -293,3 +293,27 @@ def test_torchrun_one_instance_and_two_instances(tmp_path):
         assert one_node["comm_ns"] + 2 * slower_step <= two_nodes["comm_ns"]
         assert two_nodes["compute_ns"] == pytest.approx(one_node["compute_ns"])
     assert (tmp_path / "single.png").stat().st_size > 0
+
+
+def test_avg_and_premul_sum_reductions_match_their_definitions(tmp_path):
+    world = 2
+    results = _run(workers.avg_and_premul_sum, world, tmp_path)
+    xs = [torch.arange(8.0) * (r + 1) + 0.5 for r in range(world)]
+    total = sum(xs)
+    expected = {"avg": total / world, "premul": sum(0.25 * x for x in xs)}
+    for rank, got in enumerate(results):
+        for name, full in expected.items():
+            shard = full.chunk(world)[rank]
+            torch.testing.assert_close(got[f"all_reduce_{name}"], full, rtol=1e-6, atol=1e-6)
+            torch.testing.assert_close(got[f"all_reduce_coalesced_{name}"], full, rtol=1e-6,
+                                       atol=1e-6)
+            torch.testing.assert_close(got[f"reduce_scatter_tensor_{name}"], shard, rtol=1e-6,
+                                       atol=1e-6)
+            torch.testing.assert_close(got[f"reduce_scatter_{name}"][:, 0], shard, rtol=1e-6,
+                                       atol=1e-6)
+            assert torch.equal(got[f"reduce_scatter_{name}"][:, 1], torch.zeros(4))
+            if rank == 0:
+                torch.testing.assert_close(got[f"reduce_{name}"], full, rtol=1e-6, atol=1e-6)
+            else:  # a reduce's other ranks keep their input
+                torch.testing.assert_close(got[f"reduce_{name}"], xs[rank], rtol=0, atol=0)
+        assert "allreduce with ReduceOp.AVG needs floating-point tensors" in got["int_error"]

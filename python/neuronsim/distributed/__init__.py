@@ -21,7 +21,26 @@ def register() -> None:
         return
     if "neuron" not in dist.Backend.backend_list:
         dist.Backend.register_backend("neuron", _create, devices=["neuron", "cpu"])
+    if not hasattr(dist, "set_timeout"):
+        dist.set_timeout = set_timeout
     _registered = True
+
+
+def set_timeout(timeout, group=None) -> None:
+    """`torch.distributed.set_timeout(timeout, group=None)`, installed where torch lacks it
+    (PyTorch 2.13 has only the private `_set_pg_timeout`; torchtitan 0.3 calls the public
+    name after its first step): sets the timeout of a `neuron` group's collectives (its gloo
+    transport), and of other groups through `_set_pg_timeout`."""
+    import torch.distributed.distributed_c10d as c10d
+
+    from .process_group import NeuronProcessGroup
+
+    if group is None:
+        group = c10d._get_default_group()
+    if isinstance(group, NeuronProcessGroup):
+        group._set_default_timeout(timeout)
+    else:
+        c10d._set_pg_timeout(timeout, group)
 
 
 def _create(*args, **kwargs):
@@ -32,4 +51,4 @@ def _create(*args, **kwargs):
     return create(*args, **kwargs)
 
 
-__all__ = ["Topology", "collective_ns", "plot_rank_timeline", "register"]
+__all__ = ["Topology", "collective_ns", "plot_rank_timeline", "register", "set_timeout"]

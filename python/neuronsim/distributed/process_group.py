@@ -41,6 +41,54 @@ def _done(result: Any) -> Any:
     return c10d._create_work_from_future(future)
 
 
+_RED = dist.ReduceOp.RedOpType
+
+
+class _SumForm:
+    """A reduction gloo lacks, done as its SUM: NCCL's AVG (SUM, then divided by the group
+    size) and PREMUL_SUM (each rank's input multiplied by a factor, then SUM), which FSDP2
+    uses for its gradient reduce-scatters. `options` is a copy of the collective's options
+    with SUM; other reductions pass through unchanged."""
+
+    def __init__(self, name: str, opts: Any, group_size: int, in_place: bool) -> None:
+        self.name = name
+        self.in_place = in_place  # gloo reads and writes the same tensors (all-reduce, reduce)
+        self.premul: float | None = None
+        self.divide: int | None = None
+        self.options = opts
+        op = opts.reduceOp
+        kind = op.op if isinstance(op, dist.ReduceOp) else op
+        if kind == _RED.AVG:
+            self.divide = group_size
+        elif kind == _RED.PREMUL_SUM:
+            factor = getattr(op, "factor", None)
+            if not isinstance(factor, (int, float)):
+                raise NotImplementedError(
+                    f"neuron: {name} with ReduceOp.PREMUL_SUM takes a scalar factor on the "
+                    f"neuron backend, got {factor!r}"
+                )
+            self.premul = float(factor)
+        else:
+            return
+        options = type(opts)()
+        for field in ("timeout", "rootRank", "rootTensor", "asyncOp"):
+            if hasattr(opts, field):
+                setattr(options, field, getattr(opts, field))
+        options.reduceOp = dist.ReduceOp.SUM
+        self.options = options
+
+    def changes(self) -> bool:
+        return self.premul is not None or self.divide is not None
+
+    def check(self, tensor: torch.Tensor) -> None:
+        if not (tensor.is_floating_point() or tensor.is_complex()):
+            op = "AVG" if self.divide is not None else "PREMUL_SUM"
+            raise TypeError(
+                f"neuron: {self.name} with ReduceOp.{op} needs floating-point tensors, got "
+                f"{tensor.dtype}"
+            )
+
+
 class _Staging:
     """The host tensors gloo moves for one collective. Gloo reads and writes a tensor's
     storage as if it were contiguous, so a non-contiguous tensor (a strided view) goes
@@ -48,18 +96,36 @@ class _Staging:
 
     def __init__(self) -> None:
         self._write_back: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self._after: list[Callable[[], Any]] = []
 
-    def inputs(self, value: Any) -> Any:
-        """Host views of `value` (a tensor or nested lists of them) that gloo only reads."""
-        return self._map(value, output=False)
+    def inputs(self, value: Any, reduction: _SumForm | None = None) -> Any:
+        """Host views of `value` (a tensor or nested lists of them) that gloo only reads;
+        with a `reduction` that pre-multiplies (PREMUL_SUM), scaled copies."""
+        return self._map(value, output=False, reduction=reduction)
 
-    def outputs(self, value: Any) -> Any:
-        """Host views of `value` that gloo writes (or reads and writes)."""
-        return self._map(value, output=True)
+    def outputs(self, value: Any, reduction: _SumForm | None = None,
+                write_back: bool = True) -> Any:
+        """Host views of `value` that gloo writes (or reads and writes). With a `reduction`
+        (AVG or PREMUL_SUM done as SUM), copies that are pre-multiplied (tensors gloo reads
+        and writes: all-reduce, reduce) and divided by the group size after the collective
+        (AVG), then written back (`write_back`: not on a reduce's other ranks)."""
+        return self._map(value, output=True, reduction=reduction, write_back=write_back)
 
-    def _map(self, value: Any, output: bool) -> Any:
+    def _map(self, value: Any, output: bool, reduction: _SumForm | None = None,
+             write_back: bool = True) -> Any:
         if isinstance(value, torch.Tensor):
             host = hbm.host_view(value)
+            if reduction is not None and reduction.changes():
+                reduction.check(value)
+                staged = host.contiguous().clone()
+                if reduction.premul is not None and (not output or reduction.in_place):
+                    staged.mul_(reduction.premul)
+                if output:
+                    if reduction.divide is not None:
+                        self._after.append(lambda t=staged, d=reduction.divide: t.div_(d))
+                    if write_back:
+                        self._write_back.append((host, staged))
+                return staged
             if host.is_contiguous():
                 return host
             staged = host.contiguous()
@@ -67,10 +133,13 @@ class _Staging:
                 self._write_back.append((host, staged))
             return staged
         if isinstance(value, (list, tuple)):
-            return [self._map(v, output) for v in value]
+            return [self._map(v, output, reduction, write_back) for v in value]
         return value
 
     def finish(self) -> None:
+        for step in self._after:
+            step()
+        self._after.clear()
         for host, staged in self._write_back:
             host.copy_(staged)
         self._write_back.clear()
@@ -114,6 +183,10 @@ class NeuronProcessGroup(dist.ProcessGroup):
 
     def getBackendName(self) -> str:  # noqa: N802 - the ProcessGroup API
         return "neuron"
+
+    def _set_default_timeout(self, timeout: datetime.timedelta) -> None:
+        """The timeout of later collectives (torch.distributed.set_timeout): gloo's."""
+        self._gloo._set_default_timeout(timeout)
 
     # A Python process group keeps its own name (the C++ one reads it from a backend).
     def _set_group_name(self, name: str) -> None:
@@ -218,15 +291,18 @@ class NeuronProcessGroup(dist.ProcessGroup):
     # _collective, where given, is what every rank must pass alike.
 
     def allreduce(self, tensors, opts=c10d.AllreduceOptions()):  # noqa: B008
+        r = _SumForm("allreduce", opts, self.size(), in_place=True)
         return self._collective(
             topology.ALL_REDUCE, _nbytes(tensors),
-            lambda s: self._gloo.allreduce(s.outputs(tensors), opts), tensors, tensors,
+            lambda s: self._gloo.allreduce(s.outputs(tensors, r), r.options), tensors, tensors,
         )  # fmt: skip
 
     def allreduce_coalesced(self, tensors, opts=c10d.AllreduceCoalescedOptions()):  # noqa: B008
+        r = _SumForm("allreduce_coalesced", opts, self.size(), in_place=True)
         return self._collective(
             topology.ALL_REDUCE, _nbytes(tensors),
-            lambda s: self._gloo.allreduce_coalesced(s.outputs(tensors), opts), tensors, tensors,
+            lambda s: self._gloo.allreduce_coalesced(s.outputs(tensors, r), r.options), tensors,
+            tensors,
         )  # fmt: skip
 
     def broadcast(self, tensors, opts=c10d.BroadcastOptions()):  # noqa: B008
@@ -273,26 +349,33 @@ class NeuronProcessGroup(dist.ProcessGroup):
         )  # fmt: skip
 
     def reduce_scatter(self, outputs, inputs, opts=c10d.ReduceScatterOptions()):  # noqa: B008
+        r = _SumForm("reduce_scatter", opts, self.size(), in_place=False)
         return self._collective(
             topology.REDUCE_SCATTER, _nbytes(inputs),
-            lambda s: self._gloo.reduce_scatter(s.outputs(outputs), s.inputs(inputs), opts),
+            lambda s: self._gloo.reduce_scatter(
+                s.outputs(outputs, r), s.inputs(inputs, r), r.options
+            ),
             outputs, (outputs, inputs),
         )  # fmt: skip
 
     def reduce_scatter_single(self, output, input, opts=c10d.ReduceScatterOptions()):  # noqa: A002, B008
+        r = _SumForm("reduce_scatter_single", opts, self.size(), in_place=False)
         return self._collective(
             topology.REDUCE_SCATTER, _nbytes(input),
-            lambda s: self._gloo._reduce_scatter_base(s.outputs(output), s.inputs(input), opts),
+            lambda s: self._gloo._reduce_scatter_base(
+                s.outputs(output, r), s.inputs(input, r), r.options
+            ),
             output, (output, input),
         )  # fmt: skip
 
     _reduce_scatter_base = reduce_scatter_single  # the older name
 
     def reduce_scatter_single_coalesced(self, outputs, inputs, opts=c10d.ReduceScatterOptions()):  # noqa: B008
+        r = _SumForm("reduce_scatter_single_coalesced", opts, self.size(), in_place=False)
         return self._collective(
             topology.REDUCE_SCATTER, _nbytes(inputs),
             lambda s: [
-                self._gloo._reduce_scatter_base(s.outputs(o), s.inputs(i), opts)
+                self._gloo._reduce_scatter_base(s.outputs(o, r), s.inputs(i, r), r.options)
                 for o, i in zip(outputs, inputs, strict=True)
             ],
             outputs, (outputs, inputs),
@@ -331,9 +414,13 @@ class NeuronProcessGroup(dist.ProcessGroup):
         )  # fmt: skip
 
     def reduce(self, tensors, opts=c10d.ReduceOptions()):  # noqa: B008
+        r = _SumForm("reduce", opts, self.size(), in_place=True)
         return self._collective(
             topology.ALL_REDUCE, _nbytes(tensors),
-            lambda s: self._gloo.reduce(s.outputs(tensors), opts), tensors, tensors,
+            lambda s: self._gloo.reduce(
+                s.outputs(tensors, r, write_back=self.rank() == opts.rootRank), r.options
+            ),
+            tensors, tensors,
         )  # fmt: skip
 
     def barrier(self, opts=c10d.BarrierOptions()):  # noqa: B008

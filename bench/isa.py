@@ -102,6 +102,28 @@ def cases(n):
                                          "imm": [0, 0]}, lambda gen: at_least(n)),
         "affine_select": ("gpsimd", {"dst": f32, "srcs": [f32b], "alu": "ge", "affine": [0, 1, -1],
                                      "imm": [0, 0]}, lambda gen: at_least(150 + n)),
+        "tensor_scalar_reduce": ("vector", {"dst": f32, "srcs": [f32b, sbuf("f32", 1, 65536)],
+                                            "alu": "mul", "alu2": "add", "imm": [2, 0]},
+                                 lambda gen: at_least(n) + MIN_II),
+        "range_select": ("vector", {"dst": f32, "srcs": [f32b, sbuf("f32", 1, 65536),
+                                                    sbuf("f32", 1, 65540), sbuf("f32", 1, 65544)],
+                                    "alu": "ge", "alu2": "lt", "imm": [0, -1e30]},
+                         lambda gen: at_least(n) + MIN_II),
+        "select_reduce": ("vector", {"dst": f32, "srcs": [sbuf("u8", n, 65536), f32b,
+                                                     sbuf("f32", 1, 65536 + 1024)],
+                                     "imm": [0, 0]},
+                          lambda gen: at_least(2 * n) + MIN_II),
+        "nc_stream_shuffle": ("vector", {"dst": f32, "srcs": [f32b],
+                                         "affine": [31 - i for i in range(32)]},
+                              lambda gen: at_least(n)),
+        "tensor_scalar_cumulative": ("vector", {"dst": f32, "srcs": [f32b], "alu": "mul",
+                                                "alu2": "add", "imm": [2, 0],
+                                                "reduce_cmd": "reset_reduce"},
+                                     lambda gen: at_least(n)),
+        "nc_n_gather": ("gpsimd", {"dst": f32, "srcs": [f32b, sbuf("i32", n, 65536)]},
+                        lambda gen: at_least(150 * -(-n // 512) + n)),
+        "dropout": ("vector", {"dst": f32, "srcs": [f32b], "imm": [0.25, 0]},
+                    lambda gen: at_least(n)),
         "tensor_copy_predicated": ("vector", {"dst": f32, "srcs": [f32b, psum("f32", n)]},
                                    lambda gen: at_least(n)),
     }
@@ -212,7 +234,9 @@ def main() -> None:
         fh.write("Operands: tensor_tensor, tensor_scalar (two ops), scalar_tensor_tensor "
                  "(subtract then multiply), tensor_reduce, memset (zero) and nc_transpose in "
                  "bf16, the rest in fp32; nc_transpose of [min(N, 128), 128]; bn_aggr over N "
-                 "bn_stats groups (6N values); tensor_copy_predicated with its predicate in PSUM. "
+                 "bn_stats groups (6N values); tensor_copy_predicated with its predicate in PSUM; "
+                 "select_reduce with a u8 predicate and on_true both in SBUF (the 2N case); "
+                 "nc_stream_shuffle reversing each quadrant; nc_n_gather of N indices. "
                  "trn2/trn3 rows show the Vector engine's performance modes (4x tensor_scalar "
                  "and tensor_copy on bf16 SBUF rows, 2x bf16 tensor_tensor); the DMA rows are "
                  "a [128, N] fp32 load in rows of 4N bytes (descriptors of fewer than 2438 "

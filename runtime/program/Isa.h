@@ -14,8 +14,14 @@ enum class Generation : uint8_t { Trn1, Trn2, Trn3 };
 const char *generationName(Generation g);
 
 /// Instruction fields besides queue, dst, srcs and waits (Isa.def's `fields`).
+/// ReduceRes is structural, not a field: the instruction's last source is a second output it
+/// writes (a [P, 1] reduce result), which the hazard detector counts as a write.
+/// ReadsDst likewise: the instruction reads dst before writing it (keeps some of its elements).
+/// Rng likewise: the instruction draws random numbers (the run's seed and the numbers it drew
+/// in earlier iterations key them, as a Random instruction's).
 enum class Field : uint8_t {
-  Func, Alu, Alu2, Imm, Accumulate, Reverse, Axes, Collective, Affine
+  Func, Alu, Alu2, Imm, Accumulate, Reverse, Axes, Collective, Affine, ReduceRes, ReadsDst,
+  ReduceCmd, Rng
 };
 
 /// One row of Isa.def.
@@ -40,6 +46,22 @@ inline bool existsOn(Opcode op, Generation g) {
 }
 inline bool usesField(Opcode op, Field f) {
   return instructionInfo(op).fields & (1u << unsigned(f));
+}
+
+/// `inst` writes its last source as well as dst: activation's row sums (`accumulate`) and the
+/// reduce results of the instructions whose Isa.def row has F(ReduceRes).
+inline bool writesLastSource(const Instruction &inst) {
+  return !inst.srcs.empty() &&
+         ((inst.opcode == Opcode::Activation && inst.accumulate) ||
+          usesField(inst.opcode, Field::ReduceRes));
+}
+
+/// `inst` reads dst's old values: an accumulating matmul or dma_scatter, and the instructions
+/// whose Isa.def row has F(ReadsDst).
+inline bool readsDst(const Instruction &inst) {
+  return ((inst.opcode == Opcode::Matmul || inst.opcode == Opcode::DmaScatter) &&
+          inst.accumulate) ||
+         usesField(inst.opcode, Field::ReadsDst);
 }
 
 } // namespace neuron::runtime

@@ -132,6 +132,22 @@ const char *collectiveKindName(CollectiveKind k) {
   return lookup(kCollectiveKindNames, std::size(kCollectiveKindNames), size_t(k));
 }
 
+namespace {
+const char *const kReduceCmdNames[] = {"idle", "reset", "reduce", "reset_reduce", "load_reduce"};
+} // namespace
+
+const char *reduceCmdName(ReduceCmd c) {
+  return lookup(kReduceCmdNames, std::size(kReduceCmdNames), size_t(c));
+}
+
+bool parseReduceCmd(const std::string &name, ReduceCmd &out) {
+  size_t i;
+  if (!parseName(kReduceCmdNames, name, i))
+    return false;
+  out = ReduceCmd(i);
+  return true;
+}
+
 bool parseCollectiveKind(const std::string &name, CollectiveKind &out) {
   size_t i;
   if (!parseName(kCollectiveKindNames, name, i))

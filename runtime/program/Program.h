@@ -131,6 +131,14 @@ enum class CollectiveKind : uint8_t { AllReduce, AllGather, ReduceScatter, AllTo
 /// ranks, or -1 if the source does not split into `ranks` blocks.
 int64_t collectiveDstElements(CollectiveKind kind, int64_t srcElements, int64_t ranks);
 
+/// What an instruction does with its engine's accumulator registers (nki.isa.reduce_cmd): one
+/// fp32 register per partition on the Vector engine, kept across instructions.
+///  Idle:        not used          Reset:       reset to the reduce op's identity
+///  Reduce:      keep accumulating over their current values
+///  ResetReduce: reset, then accumulate this instruction's results
+///  LoadReduce:  load imm[1], then accumulate
+enum class ReduceCmd : uint8_t { Idle, Reset, Reduce, ResetReduce, LoadReduce };
+
 /// A process group the program's collectives run over: its torch.distributed
 /// name (resolved by the host when the program runs) and its number of ranks.
 struct CollectiveGroup {
@@ -168,6 +176,9 @@ const char *actFuncName(ActFunc f);
 const char *aluOpName(AluOp op);
 /// "all_reduce", "all_gather", "reduce_scatter", "all_to_all".
 const char *collectiveKindName(CollectiveKind k);
+/// "idle", "reset", "reduce", "reset_reduce", "load_reduce".
+const char *reduceCmdName(ReduceCmd c);
+bool parseReduceCmd(const std::string &name, ReduceCmd &out);
 bool parseCollectiveKind(const std::string &name, CollectiveKind &out);
 bool parseOpcode(const std::string &name, Opcode &out);
 bool parseActFunc(const std::string &name, ActFunc &out);
@@ -206,7 +217,9 @@ struct Instruction {
   bool biasTile = false;        // Activation: a per-partition bias source follows.
   uint8_t axes = 1;             // TensorReduce: number of innermost free dims reduced.
   std::vector<int64_t> affine;  // AffineSelect: offset, partition coefficient, one
-                                // coefficient per free dim of dst.
+                                // coefficient per free dim of dst. StreamShuffle: the
+                                // 32-entry shuffle mask.
+  ReduceCmd reduceCmd = ReduceCmd::ResetReduce; // TensorScalarCumulative: the accumulators
   CollectiveKind collective = CollectiveKind::AllReduce; // Collective: what it computes
   uint16_t group = 0;           // Collective: index into Program::groups.
   uint32_t origin = 0;          // index into Program::origins (the ATen node), for traces.

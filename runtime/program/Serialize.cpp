@@ -227,6 +227,8 @@ json instructionToJson(const Instruction &in) {
     j["axes"] = in.axes;
   if (uses(Field::Affine) || !in.affine.empty())
     j["affine"] = in.affine;
+  if (uses(Field::ReduceCmd) || in.reduceCmd != ReduceCmd::ResetReduce)
+    j["reduce_cmd"] = reduceCmdName(in.reduceCmd);
   if (uses(Field::Collective) || in.collective != CollectiveKind::AllReduce)
     j["collective"] = collectiveKindName(in.collective);
   if (uses(Field::Collective) || in.group != 0)

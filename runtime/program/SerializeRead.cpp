@@ -5,6 +5,7 @@
 #include "runtime/program/Serialize.h"
 #include "runtime/program/SerializeDetail.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -262,12 +263,16 @@ Instruction readInstruction(const json &j, const Path &p, int depth) {
   if (const json *a = optional(j, "affine")) {
     const Path ap = p / "affine";
     array(*a, ap);
-    if (a->size() > size_t(kMaxLoopDepth) + 2)
-      bad(ap, "expected at most " + std::to_string(kMaxLoopDepth + 2) + " coefficients, got " +
+    // affine_select: offset, partition and one per free dim; nc_stream_shuffle: 32 entries.
+    const size_t most = std::max<size_t>(size_t(kMaxLoopDepth) + 2, 32);
+    if (a->size() > most)
+      bad(ap, "expected at most " + std::to_string(most) + " coefficients, got " +
                   std::to_string(a->size()));
     for (size_t i = 0; i < a->size(); ++i)
       in.affine.push_back(integer((*a)[i], ap[i], -(int64_t(1) << 40), int64_t(1) << 40));
   }
+  if (const json *c = optional(j, "reduce_cmd"))
+    in.reduceCmd = enumValue<ReduceCmd>(*c, p / "reduce_cmd", parseReduceCmd, "reduce_cmd");
   if (const json *c = optional(j, "collective"))
     in.collective = enumValue<CollectiveKind>(*c, p / "collective", parseCollectiveKind,
                                               "collective kind");

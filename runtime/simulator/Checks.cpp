@@ -189,9 +189,10 @@ void Checker::checkQueue() {
     fail("only an activation has a per-partition bias source");
   if (inst_.scaleTile && inst_.opcode != Opcode::Activation &&
       inst_.opcode != Opcode::TensorScalar && inst_.opcode != Opcode::ScalarTensorTensor &&
-      inst_.opcode != Opcode::TensorTensorScan)
-    fail("only activation, tensor_scalar, scalar_tensor_tensor and tensor_tensor_scan have a "
-         "per-partition scalar source");
+      inst_.opcode != Opcode::TensorTensorScan && inst_.opcode != Opcode::TensorScalarReduce &&
+      inst_.opcode != Opcode::SelectReduce && inst_.opcode != Opcode::Dropout)
+    fail("only activation, tensor_scalar, tensor_scalar_reduce, select_reduce, dropout, "
+         "scalar_tensor_tensor and tensor_tensor_scan have a per-partition scalar source");
   if (inst_.twoOps && inst_.opcode != Opcode::TensorScalar)
     fail("only a tensor_scalar has two ops");
   if (inst_.opcode == Opcode::Activation && inst_.accumulate) {
@@ -641,9 +642,22 @@ InstrShape Checker::checkIsaCompute() {
   case Opcode::TensorTensorScan:
     nsrc = 2 + size_t(inst_.scaleTile);
     break;
+  case Opcode::TensorScalarReduce:
+    nsrc = 2 + size_t(inst_.scaleTile);
+    break;
+  case Opcode::RangeSelect:
+    nsrc = 4;
+    break;
+  case Opcode::Dropout:
+    nsrc = 1 + size_t(inst_.scaleTile);
+    break;
+  case Opcode::SelectReduce:
+    nsrc = 3 + size_t(inst_.scaleTile);
+    break;
   case Opcode::FindIndex8:
   case Opcode::MatchReplace8:
   case Opcode::CopyPredicated:
+  case Opcode::NGather:
     nsrc = 2;
     break;
   default:
@@ -744,6 +758,118 @@ InstrShape Checker::checkIsaCompute() {
   case Opcode::AffineSelect:
     expectSameShape(d, s[0], 0);
     break;
+  case Opcode::TensorScalarReduce: {
+    expectFloats();
+    expectSameShape(d, s[0], 0);
+    if (inst_.scaleTile)
+      perPartitionScalar(1);
+    const AluOp a = inst_.alu, r = inst_.alu2;
+    if (a == AluOp::And || a == AluOp::Or || a == AluOp::Xor)
+      fail(std::string("applies one arithmetic op, not the bitvec op ") + aluOpName(a));
+    if (r != AluOp::Add && r != AluOp::Mul && r != AluOp::Max && r != AluOp::Min)
+      fail(std::string("cannot reduce with ") + aluOpName(r) + " (add, mul, max, min)");
+    expectTile(s[nsrc - 1], int(nsrc - 1), d.partitions, 1);
+    const ReduceCmd c = inst_.reduceCmd;
+    if (c != ReduceCmd::ResetReduce && c != ReduceCmd::Reduce && c != ReduceCmd::LoadReduce)
+      fail(std::string("writes a reduce result: reduce_cmd reset_reduce, reduce or load_reduce, "
+                       "not ") + reduceCmdName(c));
+    break;
+  }
+  case Opcode::Dropout: {
+    if (inst_.dst.dtype != inst_.srcs[0].dtype)
+      fail(std::string("dst dtype ") + dtypeName(inst_.dst.dtype) + " differs from srcs[0] " +
+           dtypeName(inst_.srcs[0].dtype) + " (dropout keeps or zeroes elements)");
+    expectSameShape(d, s[0], 0);
+    if (inst_.scaleTile) {
+      if (!isFloatDType(inst_.srcs[1].dtype))
+        fail("the drop probabilities (srcs[1]) are floats");
+      expectTile(s[1], 1, d.partitions, 1);
+    } else if (!(inst_.imm[0] >= 0 && inst_.imm[0] <= 1)) {
+      fail("the drop probability imm[0] must be in [0, 1]");
+    }
+    if (!(inst_.imm[1] >= 0 && inst_.imm[1] < 9007199254740992.0 &&
+          inst_.imm[1] == double(int64_t(inst_.imm[1]))))
+      fail("the stream id imm[1] must be an integer in [0, 2^53)");
+    break;
+  }
+  case Opcode::RangeSelect: {
+    expectFloats();
+    expectSameShape(d, s[0], 0);
+    auto comparison = [](AluOp a) {
+      return a == AluOp::Eq || a == AluOp::Ne || a == AluOp::Lt || a == AluOp::Le ||
+             a == AluOp::Gt || a == AluOp::Ge;
+    };
+    if (!comparison(inst_.alu) || !comparison(inst_.alu2))
+      fail(std::string("compares the index with its bounds by eq, ne, lt, le, gt or ge, not ") +
+           aluOpName(comparison(inst_.alu) ? inst_.alu2 : inst_.alu));
+    expectTile(s[1], 1, d.partitions, 1);
+    expectTile(s[2], 2, d.partitions, 1);
+    expectTile(s[3], 3, d.partitions, 1);
+    break;
+  }
+  case Opcode::SelectReduce: {
+    const DType pt = inst_.srcs[0].dtype;
+    if (pt != DType::I8 && pt != DType::U8)
+      fail(std::string("takes an i8 or u8 predicate (srcs[0]), not ") + dtypeName(pt));
+    bool floats = isFloatDType(inst_.dst.dtype);
+    for (size_t i = 1; i < nsrc; ++i)
+      floats &= isFloatDType(inst_.srcs[i].dtype);
+    if (!floats)
+      fail("selects and reduces floats only (dst, on_true, on_false, reduce result)");
+    if (inst_.srcs[0].space == MemSpace::Psum && inst_.srcs[1].space == MemSpace::Psum)
+      fail("the predicate and on_true cannot both be in PSUM");
+    expectSameShape(d, s[0], 0);
+    expectSameShape(d, s[1], 1);
+    if (inst_.scaleTile)
+      expectTile(s[2], 2, d.partitions, 1);
+    expectTile(s[nsrc - 1], int(nsrc - 1), d.partitions, 1);
+    break;
+  }
+  case Opcode::TensorScalarCumulative: {
+    expectFloats();
+    expectSameShape(d, s[0], 0);
+    const AluOp a = inst_.alu, r = inst_.alu2;
+    if (a == AluOp::And || a == AluOp::Or || a == AluOp::Xor)
+      fail(std::string("applies one arithmetic op, not the bitvec op ") + aluOpName(a));
+    if (r != AluOp::Add && r != AluOp::Sub && r != AluOp::Mul && r != AluOp::Max &&
+        r != AluOp::Min)
+      fail(std::string("cannot accumulate with ") + aluOpName(r) + " (add, sub, mul, max, min)");
+    const ReduceCmd c = inst_.reduceCmd;
+    if (c != ReduceCmd::ResetReduce && c != ReduceCmd::Reduce && c != ReduceCmd::LoadReduce)
+      fail(std::string("accumulates: reduce_cmd reset_reduce, reduce or load_reduce, not ") +
+           reduceCmdName(c));
+    break;
+  }
+  case Opcode::NGather:
+    if (inst_.dst.dtype != inst_.srcs[0].dtype)
+      fail(std::string("dst dtype ") + dtypeName(inst_.dst.dtype) + " differs from srcs[0] " +
+           dtypeName(inst_.srcs[0].dtype) + " (a gather is bit-exact)");
+    if (inst_.srcs[1].dtype != DType::I32)
+      fail(std::string("takes i32 indices (srcs[1]), not ") + dtypeName(inst_.srcs[1].dtype));
+    for (int k = -1; k < 2; ++k)
+      expectSpace(k < 0 ? inst_.dst : inst_.srcs[size_t(k)], k, MemSpace::Sbuf);
+    expectSameShape(d, s[1], 1);
+    if (s[0].partitions != d.partitions)
+      fail("srcs[0] spans " + std::to_string(s[0].partitions) + " partitions but dst " +
+           std::to_string(d.partitions));
+    sh.freeElems = d.freeElems;
+    break;
+  case Opcode::StreamShuffle: {
+    if (inst_.dst.dtype != inst_.srcs[0].dtype)
+      fail(std::string("dst dtype ") + dtypeName(inst_.dst.dtype) + " differs from srcs[0] " +
+           dtypeName(inst_.srcs[0].dtype) + " (a shuffle is bit-exact)");
+    expectSameShape(d, s[0], 0);
+    if (d.partitions % 32 != 0)
+      fail("shuffles whole 32-partition quadrants: src and dst span 32, 64, 96 or 128 "
+           "partitions, not " + std::to_string(d.partitions));
+    if (inst_.affine.size() != 32)
+      fail("needs a 32-entry shuffle mask (affine), got " + std::to_string(inst_.affine.size()));
+    for (int64_t m : inst_.affine)
+      if ((m < 0 || m > 31) && m != 255)
+        fail("shuffle mask entry " + std::to_string(m) +
+             " is neither a partition of the quadrant (0-31) nor 255 (keep dst)");
+    break;
+  }
   case Opcode::CopyPredicated:
     if (inst_.dst.dtype != inst_.srcs[0].dtype)
       fail(std::string("dst dtype ") + dtypeName(inst_.dst.dtype) + " differs from srcs[0] " +
@@ -876,6 +1002,13 @@ InstrShape Checker::checkOperands() {
   case Opcode::MatchReplace8:
   case Opcode::CopyPredicated:
   case Opcode::AffineSelect:
+  case Opcode::TensorScalarReduce:
+  case Opcode::RangeSelect:
+  case Opcode::SelectReduce:
+  case Opcode::StreamShuffle:
+  case Opcode::TensorScalarCumulative:
+  case Opcode::NGather:
+  case Opcode::Dropout:
     return checkIsaCompute();
   default:
     return checkCompute();

@@ -1,6 +1,7 @@
 // Hazard detection (see Hazards.h).
 #include "runtime/simulator/Hazards.h"
 
+#include "runtime/program/Isa.h"
 #include "runtime/program/Loops.h"
 #include "runtime/simulator/Checks.h"
 #include "runtime/simulator/Simulator.h"
@@ -270,14 +271,12 @@ HazardDetector::footprints(size_t index) {
       fps.push_back(std::move(f));
   };
   // Reads first: an instruction may read what it overwrites.
-  const bool rowSums = inst.opcode == Opcode::Activation && inst.accumulate;
+  const bool rowSums = writesLastSource(inst);
   for (size_t k = 0; k < inst.srcs.size() - (rowSums ? 1 : 0); ++k)
     add(inst.srcs[k], false);
-  if (rowSums) // the activation's row sums are a second output
+  if (rowSums) // activation's row sums, a reduce result: a second output
     add(inst.srcs.back(), true);
-  if (((inst.opcode == Opcode::Matmul || inst.opcode == Opcode::DmaScatter) &&
-       inst.accumulate) ||
-      inst.opcode == Opcode::CopyPredicated)
+  if (readsDst(inst))
     add(inst.dst, false);
   add(inst.dst, true);
   return fps;

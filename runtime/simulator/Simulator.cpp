@@ -26,6 +26,8 @@
 // other queues go on with whatever does not wait for it.
 #include "runtime/simulator/Simulator.h"
 
+#include "runtime/program/Isa.h"
+
 #include "runtime/program/Loops.h"
 #include "runtime/simulator/Checks.h"
 #include "runtime/simulator/Hazards.h"
@@ -422,7 +424,7 @@ void Simulation::execute(size_t index, const Instruction &inst, const Step &s,
     at = &b;
   }
   try {
-    if (inst.opcode == Opcode::Random) {
+    if (usesField(inst.opcode, Field::Rng)) { // random, dropout
       if (randomDrawn_.empty())
         randomDrawn_.assign(prog_.instructions.size(), 0);
       exec_->random(*at, opts_.seed, randomDrawn_[index]);

@@ -214,6 +214,10 @@ template <class T> T *Executor::scratch(int slot, size_t n) {
 
 void Executor::random(const Instruction &inst, uint64_t seed, uint64_t first) {
   mem_.prepare(inst);
+  if (inst.opcode == Opcode::Dropout) {
+    dropout(inst, seed, first);
+    return;
+  }
   const View dv = mem_.view(inst.dst);
   Cursor d(dv);
   const int64_t total = dv.numElements();
@@ -226,6 +230,41 @@ void Executor::random(const Instruction &inst, uint64_t seed, uint64_t first) {
       o[j] = uniform01(seed, stream, first + uint64_t(off + j), bits);
     scatter(d, o, n);
   }
+}
+
+/// dst = u < prob ? 0 : src, u the element's number of stream imm[1] (Random.h, 24 bits).
+void Executor::dropout(const Instruction &inst, uint64_t seed, uint64_t first) {
+  const int64_t parts = inst.dst.dims[0][1], total = inst.dst.numElements(),
+                n = total / std::max<int64_t>(parts, 1);
+  std::vector<float> prob(size_t(parts), float(inst.imm[0]));
+  if (inst.scaleTile) {
+    std::vector<float> tile(size_t(inst.srcs[1].numElements()));
+    Cursor c(mem_.view(inst.srcs[1]));
+    gather(c, tile.data(), int64_t(tile.size()));
+    const size_t m = tile.size() / size_t(parts);
+    for (int64_t p = 0; p < parts; ++p)
+      prob[size_t(p)] = tile[size_t(p) * m];
+  }
+  const uint64_t stream = uint64_t(inst.imm[1]);
+  Cursor s(mem_.view(inst.srcs[0])), d(mem_.view(inst.dst));
+  auto drop = [&](int64_t e) {
+    return uniform01(seed, stream, first + uint64_t(e)) < prob[size_t(e / n)];
+  };
+  if (isIntegerDType(inst.dst.dtype)) {
+    std::vector<int64_t> v(static_cast<size_t>(total));
+    gather(s, v.data(), total);
+    for (int64_t e = 0; e < total; ++e)
+      if (drop(e))
+        v[size_t(e)] = 0;
+    scatter(d, v.data(), total);
+    return;
+  }
+  std::vector<float> v(static_cast<size_t>(total));
+  gather(s, v.data(), total);
+  for (int64_t e = 0; e < total; ++e)
+    if (drop(e))
+      v[size_t(e)] = 0;
+  scatter(d, v.data(), total);
 }
 
 void Executor::elementwiseInt(size_t index, const Instruction &inst,

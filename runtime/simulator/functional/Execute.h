@@ -22,9 +22,12 @@ public:
 
   /// Executes a Random instruction: dst's elements, in row-major order, get
   /// numbers `first`, `first` + 1, ... of stream imm[0] under `seed`.
+  /// Random and Dropout (Isa.def F(Rng)): `first` is the number of numbers the instruction
+  /// drew in earlier iterations.
   void random(const Instruction &inst, uint64_t seed, uint64_t first);
 
 private:
+  void dropout(const Instruction &inst, uint64_t seed, uint64_t first);
   // Integer operands and dst (integerPath in Execute.cpp): exact int64.
   void elementwiseInt(size_t index, const Instruction &inst,
                       const InstrShape &shape);

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 namespace neuron::runtime {
@@ -68,6 +69,127 @@ void tensorScalar(Memory &mem, const Instruction &inst) {
         v = alu(inst.alu2, v, s1, inst.reverse2);
     }
   store(mem, inst.dst, x);
+}
+
+/// The first value of a reduction by `op` (add 0, mul 1, max -inf, min +inf).
+float reduceIdentity(AluOp op) {
+  switch (op) {
+  case AluOp::Mul:
+    return 1.0f;
+  case AluOp::Max:
+    return -std::numeric_limits<float>::infinity();
+  case AluOp::Min:
+    return std::numeric_limits<float>::infinity();
+  default:
+    return 0.0f;
+  }
+}
+
+/// tensor_scalar with one op, and reduce<alu2> of each partition's fp32 results into the last
+/// source (a [P, 1] tile).
+void tensorScalarReduce(Memory &mem, const Instruction &inst) {
+  std::vector<float> x = load<float>(mem, inst.srcs[0]);
+  const int64_t parts = partitionsOf(inst.dst), n = int64_t(x.size()) / parts;
+  std::vector<float> s(size_t(parts), float(inst.imm[0]));
+  if (inst.scaleTile) {
+    const std::vector<float> tile = load<float>(mem, inst.srcs[1]);
+    const size_t m = tile.size() / size_t(parts);
+    for (int64_t p = 0; p < parts; ++p)
+      s[size_t(p)] = tile[size_t(p) * m];
+  }
+  // The reduce runs in the Vector engine's accumulator registers (reduceCmd).
+  float *reg = mem.vectorAccumulators(coreOfQueue(inst.queue));
+  const int64_t step = parts > 1 ? inst.dst.dims[0][0] : 1;
+  std::vector<float> red(static_cast<size_t>(parts));
+  for (int64_t p = 0; p < parts; ++p) {
+    float &r = reg[size_t(int64_t(inst.dst.partition) + p * step)];
+    if (inst.reduceCmd == ReduceCmd::ResetReduce)
+      r = reduceIdentity(inst.alu2);
+    else if (inst.reduceCmd == ReduceCmd::LoadReduce)
+      r = float(inst.imm[1]);
+    for (int64_t i = 0; i < n; ++i) {
+      float &v = x[size_t(p * n + i)];
+      v = alu(inst.alu, v, s[size_t(p)], inst.reverse);
+      r = alu(inst.alu2, r, v);
+    }
+    red[size_t(p)] = r;
+  }
+  store(mem, inst.dst, x);
+  store(mem, inst.srcs.back(), red);
+}
+
+/// r = (x op0 imm0) op1 r along each row, dst = r, through the Vector engine's accumulator
+/// registers (the partition's register of the dst partition).
+void tensorScalarCumulative(Memory &mem, const Instruction &inst) {
+  std::vector<float> x = load<float>(mem, inst.srcs[0]);
+  const int64_t parts = partitionsOf(inst.dst), n = int64_t(x.size()) / parts;
+  const int64_t step = parts > 1 ? inst.dst.dims[0][0] : 1;
+  float *reg = mem.vectorAccumulators(coreOfQueue(inst.queue));
+  const float s0 = float(inst.imm[0]);
+  for (int64_t p = 0; p < parts; ++p) {
+    float &r = reg[size_t(int64_t(inst.dst.partition) + p * step)];
+    if (inst.reduceCmd == ReduceCmd::ResetReduce)
+      r = reduceIdentity(inst.alu2);
+    else if (inst.reduceCmd == ReduceCmd::LoadReduce)
+      r = float(inst.imm[1]);
+    for (int64_t i = 0; i < n; ++i) {
+      float &v = x[size_t(p * n + i)];
+      r = alu(inst.alu2, alu(inst.alu, v, s0, inst.reverse), r);
+      v = r;
+    }
+  }
+  store(mem, inst.dst, x);
+}
+
+/// The first element of each partition of a [P, 1] tile.
+std::vector<float> perPartition(Memory &mem, const AccessPattern &ap, int64_t parts) {
+  const std::vector<float> tile = load<float>(mem, ap);
+  const size_t m = tile.size() / size_t(parts);
+  std::vector<float> out(static_cast<size_t>(parts));
+  for (int64_t p = 0; p < parts; ++p)
+    out[size_t(p)] = tile[size_t(p) * m];
+  return out;
+}
+
+/// max as the Vector engine's (NaN if either is NaN).
+float maxOf(float a, float b) { return alu(AluOp::Max, a, b); }
+
+void rangeSelect(Memory &mem, const Instruction &inst) {
+  std::vector<float> x = load<float>(mem, inst.srcs[0]);
+  const int64_t parts = partitionsOf(inst.dst), n = int64_t(x.size()) / parts;
+  const std::vector<float> lo = perPartition(mem, inst.srcs[1], parts),
+                           hi = perPartition(mem, inst.srcs[2], parts);
+  const float start = float(inst.imm[0]), fill = float(inst.imm[1]);
+  std::vector<float> red(size_t(parts), -std::numeric_limits<float>::infinity());
+  for (int64_t p = 0; p < parts; ++p)
+    for (int64_t i = 0; i < n; ++i) {
+      const float at = float(i) + start;
+      float &v = x[size_t(p * n + i)];
+      if (alu(inst.alu, at, lo[size_t(p)]) == 0 || alu(inst.alu2, at, hi[size_t(p)]) == 0)
+        v = fill;
+      red[size_t(p)] = maxOf(red[size_t(p)], v);
+    }
+  store(mem, inst.dst, x);
+  store(mem, inst.srcs.back(), red);
+}
+
+void selectReduce(Memory &mem, const Instruction &inst) {
+  const std::vector<double> pred = load<double>(mem, inst.srcs[0]);
+  std::vector<float> x = load<float>(mem, inst.srcs[1]);
+  const int64_t parts = partitionsOf(inst.dst), n = int64_t(x.size()) / parts;
+  const std::vector<float> other =
+      inst.scaleTile ? perPartition(mem, inst.srcs[2], parts)
+                     : std::vector<float>(size_t(parts), float(inst.imm[0]));
+  std::vector<float> red(size_t(parts), -std::numeric_limits<float>::infinity());
+  for (int64_t p = 0; p < parts; ++p)
+    for (int64_t i = 0; i < n; ++i) {
+      const size_t k = size_t(p * n + i);
+      if ((pred[k] != 0) == inst.reverse)
+        x[k] = other[size_t(p)];
+      red[size_t(p)] = maxOf(red[size_t(p)], x[k]);
+    }
+  store(mem, inst.dst, x);
+  store(mem, inst.srcs.back(), red);
 }
 
 void scalarTensorTensor(Memory &mem, const Instruction &inst) {
@@ -237,6 +359,41 @@ template <class T> void copyPredicatedAs(Memory &mem, const Instruction &inst) {
   store(mem, inst.dst, out);
 }
 
+/// dst partition 32q + i = src partition 32q + mask[i] (255: dst's own), exact for every dtype.
+template <class T> void streamShuffleAs(Memory &mem, const Instruction &inst) {
+  const std::vector<T> x = load<T>(mem, inst.srcs[0]);
+  std::vector<T> out = load<T>(mem, inst.dst);
+  const int64_t parts = partitionsOf(inst.dst), n = int64_t(x.size()) / parts;
+  for (int64_t q = 0; q < parts; q += 32)
+    for (int64_t i = 0; i < 32; ++i) {
+      const int64_t from = inst.affine[size_t(i)];
+      if (from == 255)
+        continue;
+      std::copy_n(x.begin() + (q + from) * n, n, out.begin() + (q + i) * n);
+    }
+  store(mem, inst.dst, out);
+}
+
+/// dst[p, j] = data[p, idx[p, j]], exact for every dtype; an index out of range is an error.
+template <class T> void nGatherAs(Memory &mem, size_t index, const Instruction &inst) {
+  const std::vector<T> x = load<T>(mem, inst.srcs[0]);
+  const std::vector<int64_t> idx = load<int64_t>(mem, inst.srcs[1]);
+  const int64_t parts = partitionsOf(inst.dst), n = int64_t(x.size()) / parts,
+                m = int64_t(idx.size()) / parts;
+  std::vector<T> out(idx.size());
+  for (int64_t p = 0; p < parts; ++p)
+    for (int64_t j = 0; j < m; ++j) {
+      const int64_t at = idx[size_t(p * m + j)];
+      if (at < 0 || at >= n)
+        failInstruction(index, inst,
+                        "index " + std::to_string(at) + " at partition " + std::to_string(p) +
+                            ", element " + std::to_string(j) + " is outside [0, " +
+                            std::to_string(n) + ") (srcs[0]'s elements per partition)");
+      out[size_t(p * m + j)] = x[size_t(p * n + at)];
+    }
+  store(mem, inst.dst, out);
+}
+
 /// dst = (affine value cmp 0) ? src : imm[0], the value from each element's partition and
 /// free indices (dst's dims). Integers copy exactly, floats in fp32.
 template <class T> void affineSelectAs(Memory &mem, const Instruction &inst) {
@@ -264,7 +421,6 @@ template <class T> void affineSelectAs(Memory &mem, const Instruction &inst) {
 } // namespace
 
 bool runIsaOp(Memory &mem, size_t index, const Instruction &inst, const InstrShape &shape) {
-  (void)index;
   (void)shape;
   switch (inst.opcode) {
   case Opcode::TensorScalar:
@@ -277,6 +433,18 @@ bool runIsaOp(Memory &mem, size_t index, const Instruction &inst, const InstrSha
     return true;
   case Opcode::Reciprocal:
     reciprocal(mem, inst);
+    return true;
+  case Opcode::TensorScalarReduce:
+    tensorScalarReduce(mem, inst);
+    return true;
+  case Opcode::RangeSelect:
+    rangeSelect(mem, inst);
+    return true;
+  case Opcode::TensorScalarCumulative:
+    tensorScalarCumulative(mem, inst);
+    return true;
+  case Opcode::SelectReduce:
+    selectReduce(mem, inst);
     return true;
   case Opcode::BnStats:
     bnStats(mem, inst);
@@ -308,6 +476,18 @@ bool runIsaOp(Memory &mem, size_t index, const Instruction &inst, const InstrSha
       affineSelectAs<int64_t>(mem, inst);
     else
       affineSelectAs<float>(mem, inst);
+    return true;
+  case Opcode::NGather:
+    if (isIntegerDType(inst.dst.dtype))
+      nGatherAs<int64_t>(mem, index, inst);
+    else
+      nGatherAs<float>(mem, index, inst);
+    return true;
+  case Opcode::StreamShuffle:
+    if (isIntegerDType(inst.dst.dtype))
+      streamShuffleAs<int64_t>(mem, inst);
+    else
+      streamShuffleAs<float>(mem, inst);
     return true;
   case Opcode::CopyPredicated:
     if (isIntegerDType(inst.dst.dtype))

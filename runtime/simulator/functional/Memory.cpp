@@ -1,6 +1,7 @@
 // Functional memory of one simulated core (see Memory.h).
 #include "runtime/simulator/functional/Memory.h"
 
+#include "runtime/program/Isa.h"
 #include "runtime/simulator/Simulator.h"
 
 #include <algorithm>
@@ -371,9 +372,8 @@ void Memory::touch(const AccessPattern &ap, bool write) {
 void Memory::prepare(const Instruction &inst) {
   for (const AccessPattern &s : inst.srcs)
     touch(s, false); // reads first: an in-place op reads the old bytes
-  // A matmul that accumulates and a predicated copy read dst before writing it.
-  touch(inst.dst, !((inst.opcode == Opcode::Matmul && inst.accumulate) ||
-                    inst.opcode == Opcode::CopyPredicated));
+  // An accumulating matmul or scatter, a predicated copy, ... read dst before writing it.
+  touch(inst.dst, !readsDst(inst));
 }
 
 View Memory::view(const AccessPattern &ap) const {

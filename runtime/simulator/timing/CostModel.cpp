@@ -19,6 +19,7 @@
 #include "runtime/simulator/timing/CostModel.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace neuron::runtime {
 
@@ -168,14 +169,26 @@ double computeCycles(const Target &t, const Instruction &inst,
     break;
   case Opcode::Activation:
     // HARDWARE.md: activation_reduce costs an activation + MIN_II.
-    c = inst.accumulate ? n + t.minII : n;
+    c = inst.accumulate ? std::max(n, double(t.minII)) + t.minII : n;
     break;
+  case Opcode::TensorScalarReduce: // HARDWARE.md: max(MIN_II, N) + MIN_II
+  case Opcode::RangeSelect:        // ESTIMATE (Isa.def): tensor_scalar_reduce's
+    c = std::max(n, double(t.minII)) + t.minII;
+    break;
+  case Opcode::SelectReduce: { // ESTIMATE (Isa.def): tensor_copy_predicated's + MIN_II
+    const bool split = inst.srcs[0].space != inst.srcs[1].space;
+    c = std::max(split ? n : 2 * n, double(t.minII)) + t.minII;
+    break;
+  }
   case Opcode::TensorScalar: // two ops cost the same as one
   case Opcode::TensorCopy:
   case Opcode::Max8:
   case Opcode::FindIndex8:
   case Opcode::MatchReplace8:
   case Opcode::BnStats:
+  case Opcode::StreamShuffle:
+  case Opcode::TensorScalarCumulative: // ESTIMATE (Isa.def): tensor_scalar's
+  case Opcode::Dropout:                // ESTIMATE (Isa.def)
     c = n;
     break;
   case Opcode::TensorTensor:
@@ -221,6 +234,9 @@ double computeCycles(const Target &t, const Instruction &inst,
     break;
   case Opcode::Select:
     c = 2 * n;
+    break;
+  case Opcode::NGather: // ESTIMATE (Isa.def): a GpSimd start per 512-element group + M
+    c = t.iotaFixedCycles * std::ceil(n / 512) + n;
     break;
   case Opcode::DmaCopy:
   case Opcode::DmaGather:

@@ -124,6 +124,9 @@ def cases(n):
                         lambda gen: at_least(150 * -(-n // 512) + n)),
         "dropout": ("vector", {"dst": f32, "srcs": [f32b], "imm": [0.25, 0]},
                     lambda gen: at_least(n)),
+        "nonzero_with_count": ("gpsimd", {"dst": sbuf("i32", n + 1, 65536), "srcs": [f32b],
+                                          "imm": [0, -1]},
+                               lambda gen: at_least(150 + n)),
         "tensor_copy_predicated": ("vector", {"dst": f32, "srcs": [f32b, psum("f32", n)]},
                                    lambda gen: at_least(n)),
     }

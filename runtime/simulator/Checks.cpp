@@ -17,6 +17,7 @@
 #include "runtime/simulator/functional/StridedView.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -854,6 +855,19 @@ InstrShape Checker::checkIsaCompute() {
            std::to_string(d.partitions));
     sh.freeElems = d.freeElems;
     break;
+  case Opcode::NonzeroWithCount: {
+    if (inst_.dst.dtype != DType::I32)
+      fail(std::string("writes i32 indices and a count, not ") + dtypeName(inst_.dst.dtype));
+    if (d.partitions != s[0].partitions || d.freeElems != s[0].freeElems + 1)
+      fail("dst must be [" + std::to_string(s[0].partitions) + ", " +
+           std::to_string(s[0].freeElems + 1) + "] (the indices, padding and the count), got [" +
+           std::to_string(d.partitions) + ", " + std::to_string(d.freeElems) + "]");
+    for (int k = 0; k < 2; ++k)
+      if (!(std::abs(inst_.imm[k]) < 2147483648.0 && inst_.imm[k] == double(int64_t(inst_.imm[k]))))
+        fail(std::string(k == 0 ? "index_offset imm[0]" : "padding_val imm[1]") +
+             " must be a 32-bit integer");
+    break;
+  }
   case Opcode::StreamShuffle: {
     if (inst_.dst.dtype != inst_.srcs[0].dtype)
       fail(std::string("dst dtype ") + dtypeName(inst_.dst.dtype) + " differs from srcs[0] " +
@@ -1009,6 +1023,7 @@ InstrShape Checker::checkOperands() {
   case Opcode::TensorScalarCumulative:
   case Opcode::NGather:
   case Opcode::Dropout:
+  case Opcode::NonzeroWithCount:
     return checkIsaCompute();
   default:
     return checkCompute();

@@ -728,3 +728,86 @@ TEST_CASE("dropout zeroes elements with probability prob and keeps the rest bit-
     CHECK(p.instructions[0].imm[1] == 3);
   }
 }
+
+TEST_CASE("nonzero_with_count compacts the nonzero indices of every 16th partition, trn2 and later",
+          "[isa][nonzero_with_count]") {
+  constexpr int64_t P = 48, T = 20;
+  std::vector<float> x(P * T, 0.0f);
+  for (int64_t p = 0; p < P; ++p)
+    for (int64_t f = 0; f < T; ++f)
+      if ((f * 3 + p) % 4 == 0)
+        x[size_t(p * T + f)] = float(f + 1) * (p % 2 ? -1.0f : 1.0f);
+  x[size_t(16 * T + 1)] = std::numeric_limits<float>::quiet_NaN(); // nonzero
+  std::vector<float> oldf(P * (T + 1));
+  for (size_t i = 0; i < oldf.size(); ++i)
+    oldf[i] = float(1000 + i);
+  for (const char *name : {"trn2", "trn3"}) {
+    Harness h(name);
+    AccessPattern xs = h.in(P, T, x), of = h.in(P, T + 1, oldf);
+    AccessPattern dst = sbuf(DType::I32, 0, h.sbufOffset, P, {T + 1});
+    h.sbufOffset += (T + 1) * 4;
+    h.b.add(make(Opcode::TensorCopy, kQueueVector, dst, {of})); // dst's old values
+    Instruction in = make(Opcode::NonzeroWithCount, kQueueGpSimd, dst, {xs});
+    in.imm[0] = 100; // index_offset
+    in.imm[1] = -1;  // padding_val
+    h.b.add(in);
+    AccessPattern back = h.tile(P, T + 1);
+    h.b.add(make(Opcode::TensorCopy, kQueueVector, back, {dst}));
+    const std::vector<float> y = h.read({back})[0];
+    for (int64_t p = 0; p < P; ++p) {
+      std::vector<float> want(size_t(T + 1));
+      if (p % 16 == 0) {
+        int64_t count = 0;
+        for (int64_t f = 0; f < T; ++f)
+          if (x[size_t(p * T + f)] != 0)
+            want[size_t(count++)] = float(f + 100);
+        for (int64_t k = count; k < T; ++k)
+          want[size_t(k)] = -1;
+        want[size_t(T)] = float(count);
+      } else {
+        for (int64_t k = 0; k <= T; ++k)
+          want[size_t(k)] = oldf[size_t(p * (T + 1) + k)];
+      }
+      for (int64_t k = 0; k <= T; ++k)
+        CHECK(y[size_t(p * (T + 1) + k)] == want[size_t(k)]);
+    }
+  }
+  const AccessPattern src = sbuf(DType::F32, 0, 0, 128, {256}),
+                      dst = sbuf(DType::I32, 0, 4096, 128, {257});
+  Instruction c = make(Opcode::NonzeroWithCount, kQueueGpSimd, dst, {src});
+  CHECK(rejection(target("trn2"), c).empty());
+  CHECK_THAT(rejection(target("trn1"), c),
+             Contains("(nonzero_with_count): is not an instruction of trn1 (NC-v2); it exists on "
+                      "trn2, trn3"));
+  Instruction bad = c;
+  bad.dst = sbuf(DType::I32, 0, 4096, 128, {256});
+  CHECK_THAT(rejection(target("trn2"), bad), Contains("dst must be [128, 257]"));
+  bad = c;
+  bad.dst.dtype = DType::F32;
+  CHECK_THAT(rejection(target("trn2"), bad), Contains("writes i32 indices and a count, not f32"));
+  bad = c;
+  bad.imm[1] = 0.5;
+  CHECK_THAT(rejection(target("trn2"), bad), Contains("padding_val imm[1] must be a 32-bit integer"));
+  bad = c;
+  bad.queue = kQueueVector;
+  CHECK_THAT(rejection(target("trn2"), bad), Contains("it runs on gpsimd"));
+  // ESTIMATE: 150 + N, N the source's elements per partition.
+  for (const char *name : {"trn2", "trn3"})
+    for (int64_t n : {int64_t(16), int64_t(256), int64_t(512)}) {
+      Instruction k = c;
+      k.srcs[0].dims.back() = {1, n};
+      k.dst.dims.back() = {1, n + 1};
+      CHECK(cyclesOf(target(name), k) == 150.0 + double(n));
+    }
+  Builder rb;
+  Instruction rt = c;
+  rt.imm[0] = 7;
+  rt.imm[1] = -3;
+  rb.add(rt);
+  for (const Program &p : {programFromJson(programToJson(rb.prog)),
+                           programFromCbor(programToCbor(rb.prog))}) {
+    CHECK(p.instructions[0].opcode == Opcode::NonzeroWithCount);
+    CHECK(p.instructions[0].imm[0] == 7);
+    CHECK(p.instructions[0].imm[1] == -3);
+  }
+}

@@ -394,6 +394,25 @@ template <class T> void nGatherAs(Memory &mem, size_t index, const Instruction &
   store(mem, inst.dst, out);
 }
 
+/// Partitions 0, 16, ... of the tile: the nonzero elements' indices + imm[0], imm[1] padding,
+/// the count last; dst's other partitions unchanged.
+void nonzeroWithCount(Memory &mem, const Instruction &inst) {
+  const std::vector<double> x = load<double>(mem, inst.srcs[0]);
+  std::vector<int64_t> out = load<int64_t>(mem, inst.dst);
+  const int64_t parts = partitionsOf(inst.srcs[0]), t = int64_t(x.size()) / parts;
+  const int64_t offset = int64_t(inst.imm[0]), pad = int64_t(inst.imm[1]);
+  for (int64_t p = 0; p < parts; p += 16) {
+    int64_t *row = &out[size_t(p * (t + 1))];
+    int64_t count = 0;
+    for (int64_t f = 0; f < t; ++f)
+      if (x[size_t(p * t + f)] != 0) // NaN is nonzero
+        row[count++] = f + offset;
+    std::fill(row + count, row + t, pad);
+    row[t] = count;
+  }
+  store(mem, inst.dst, out);
+}
+
 /// dst = (affine value cmp 0) ? src : imm[0], the value from each element's partition and
 /// free indices (dst's dims). Integers copy exactly, floats in fp32.
 template <class T> void affineSelectAs(Memory &mem, const Instruction &inst) {
@@ -476,6 +495,9 @@ bool runIsaOp(Memory &mem, size_t index, const Instruction &inst, const InstrSha
       affineSelectAs<int64_t>(mem, inst);
     else
       affineSelectAs<float>(mem, inst);
+    return true;
+  case Opcode::NonzeroWithCount:
+    nonzeroWithCount(mem, inst);
     return true;
   case Opcode::NGather:
     if (isIntegerDType(inst.dst.dtype))

@@ -230,6 +230,7 @@ double computeCycles(const Target &t, const Instruction &inst,
   case Opcode::Iota:
   case Opcode::AffineSelect:
   case Opcode::Random:
+  case Opcode::NonzeroWithCount: // ESTIMATE (Isa.def): iota's 150 + N over the source row
     c = t.iotaFixedCycles + n;
     break;
   case Opcode::Select:

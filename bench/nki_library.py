@@ -45,7 +45,7 @@ CALLS = {
     "nkilib/experimental/conv/depthwise_conv1d.py": """
         img = np.random.randn(1, 4, 1, 64).astype(np.float32)
         w = np.random.randn(4, 1, 1, 3).astype(np.float32)
-        y = m.depthwise_conv1d_implicit_gemm(img, w)
+        y = m.depthwise_conv1d_implicit_gemm(img, w, feature_group_count=4)
         q = 64 - 3 + 1
         ref = np.zeros((1, 4, 1, q), np.float32)
         for c in range(4):
@@ -53,10 +53,42 @@ CALLS = {
                 ref[0, c, 0, t] = (img[0, c, 0, t:t + 3] * w[c, 0, 0]).sum()
         return [(y, ref, 1e-4, 1e-4)]
     """,
+    "nkilib/core/embeddings/rope.py": """
+        import torch
+        from nkilib.core.embeddings.rope_torch import rope_torch_ref
+        x = np.random.randn(64, 1, 2, 128).astype(np.float32)
+        cos = np.random.rand(32, 1, 128).astype(np.float32)
+        sin = np.random.rand(32, 1, 128).astype(np.float32)
+        y = m.RoPE(x, cos, sin)
+        ref = rope_torch_ref(*(torch.from_numpy(t) for t in (x, cos, sin)))["x_out"].numpy()
+        return [(y, ref, 1e-4, 1e-4)]
+    """,
+    "nkilib/experimental/conv/conv1d.py": """
+        x = np.random.randn(1, 64, 100).astype(np.float32)
+        w = np.random.randn(3, 64, 32).astype(np.float32)
+        y = m.conv1d(x, w)
+        ref = np.zeros((1, 32, 98), np.float32)
+        for k in range(3):
+            ref[0] += w[k].T @ x[0, :, k:k + 98]
+        return [(y, ref, 1e-3, 1e-4)]
+    """,
+    "nkilib/core/qkv/qkv.py": """
+        import torch  # bf16 (the kernel's DMAs load bf16 tiles)
+        x = (torch.randn(1, 128, 512) * 0.1).to(torch.bfloat16)
+        w = (torch.randn(512, 384) * 0.1).to(torch.bfloat16)
+        y = m.qkv(x, w).float().numpy()
+        return [(y, (x.float() @ w.float()).numpy(), 2e-2, 2e-2)]
+    """,
+    "nkilib/core/output_projection/output_projection_cte/output_projection_cte.py": """
+        a = (np.random.randn(1, 2, 128, 128) * 0.1).astype(np.float32)
+        w = (np.random.randn(256, 512) * 0.1).astype(np.float32)
+        y = m.output_projection_cte(a, w)
+        ref = np.transpose(a, (0, 3, 1, 2)).reshape(1, 128, 256) @ w
+        return [(y, ref, 1e-3, 1e-3)]
+    """,
     "nkilib/experimental/dynamic_shapes/dynamic_elementwise_add.py": """
-        import ml_dtypes
-        a = np.random.randn(256, 512).astype(ml_dtypes.bfloat16)
-        b = np.random.randn(256, 512).astype(ml_dtypes.bfloat16)
+        a = np.random.randn(256, 512).astype(np.float32)
+        b = np.random.randn(256, 512).astype(np.float32)
         n = np.array([[2]], dtype=np.int32)
         y = m.dynamic_elementwise_add(a, b, n)
         ref = (a.astype(np.float32) + b.astype(np.float32))

@@ -29,6 +29,16 @@ class engine:  # noqa: N801 (NKI's name)
     unknown = None
 
 
+# NKI's module-level engine names (`engine=nisa.vector_engine`)
+vector_engine = engine.vector
+gpsimd_engine = engine.gpsimd
+scalar_engine = engine.scalar
+activation_engine = engine.scalar
+tensor_engine = engine.tensor
+sync_engine = engine.sync
+unknown_engine = engine.unknown
+
+
 class reduce_cmd:  # noqa: N801
     idle = "idle"
     reset = "reset"
@@ -321,6 +331,8 @@ def tensor_copy(*args: Any, engine: Any = None, dtype: Any = None, mask: Any = N
 def tensor_tensor(*args: Any, op: Any = None, dtype: Any = None, engine: Any = None,
                   mask: Any = None, **kw: Any) -> Any:
     source = caller_source()
+    if op is None and args and not _is_tile(args[-1]) and not isinstance(args[-1], HbmView):
+        op, args = args[-1], args[:-1]  # the op given positionally, after the tiles
     dst, data1, data2 = _split(args, kw, ["dst", "data1", "data2"])
     if op is None and "op" in kw:
         op = kw["op"]

@@ -86,6 +86,24 @@ CALLS = {
         ref = np.transpose(a, (0, 3, 1, 2)).reshape(1, 128, 256) @ w
         return [(y, ref, 1e-3, 1e-3)]
     """,
+    "nkilib/core/attention/attention_cte.py": """
+        import torch
+        from nkilib.core.attention.attention_cte_torch import attention_cte_torch_ref
+        q = (torch.randn(1, 256, 64) * 0.5).to(torch.bfloat16)  # bf16, as its DMAs load
+        k = (torch.randn(1, 64, 256) * 0.5).to(torch.bfloat16)
+        v = torch.randn(1, 256, 64).to(torch.bfloat16)
+        # causal_mask=False: the causal mask is built with nisa.affine_select (not yet here)
+        out = m.attention_cte(q, k, v, scale=0.125, causal_mask=False)
+        ref = attention_cte_torch_ref(q, k, v, scale=0.125, causal_mask=False)
+        return [(out.float().numpy(), ref.numpy(), 3e-2, 3e-2)]
+    """,
+    "nkilib/core/output_projection/output_projection_tkg.py": """
+        a = (np.random.randn(64, 1, 2, 4) * 0.1).astype(np.float32)
+        w = (np.random.randn(128, 256) * 0.1).astype(np.float32)
+        y = m.output_projection_tkg(a, w)
+        ref = np.transpose(a, (1, 3, 2, 0)).reshape(4, 128) @ w
+        return [(y, ref.reshape(np.shape(y)), 1e-3, 1e-3)]
+    """,
     "nkilib/experimental/dynamic_shapes/dynamic_elementwise_add.py": """
         a = np.random.randn(256, 512).astype(np.float32)
         b = np.random.randn(256, 512).astype(np.float32)

@@ -45,7 +45,7 @@ CALLS = {
     "nkilib/experimental/conv/depthwise_conv1d.py": """
         img = np.random.randn(1, 4, 1, 64).astype(np.float32)
         w = np.random.randn(4, 1, 1, 3).astype(np.float32)
-        y = m.depthwise_conv1d_implicit_gemm(img, w)
+        y = m.depthwise_conv1d_implicit_gemm(img, w, feature_group_count=4)
         q = 64 - 3 + 1
         ref = np.zeros((1, 4, 1, q), np.float32)
         for c in range(4):
@@ -53,10 +53,60 @@ CALLS = {
                 ref[0, c, 0, t] = (img[0, c, 0, t:t + 3] * w[c, 0, 0]).sum()
         return [(y, ref, 1e-4, 1e-4)]
     """,
+    "nkilib/core/embeddings/rope.py": """
+        import torch
+        from nkilib.core.embeddings.rope_torch import rope_torch_ref
+        x = np.random.randn(64, 1, 2, 128).astype(np.float32)
+        cos = np.random.rand(32, 1, 128).astype(np.float32)
+        sin = np.random.rand(32, 1, 128).astype(np.float32)
+        y = m.RoPE(x, cos, sin)
+        ref = rope_torch_ref(*(torch.from_numpy(t) for t in (x, cos, sin)))["x_out"].numpy()
+        return [(y, ref, 1e-4, 1e-4)]
+    """,
+    "nkilib/experimental/conv/conv1d.py": """
+        x = np.random.randn(1, 64, 100).astype(np.float32)
+        w = np.random.randn(3, 64, 32).astype(np.float32)
+        y = m.conv1d(x, w)
+        ref = np.zeros((1, 32, 98), np.float32)
+        for k in range(3):
+            ref[0] += w[k].T @ x[0, :, k:k + 98]
+        return [(y, ref, 1e-3, 1e-4)]
+    """,
+    "nkilib/core/qkv/qkv.py": """
+        import torch  # bf16 (the kernel's DMAs load bf16 tiles)
+        x = (torch.randn(1, 128, 512) * 0.1).to(torch.bfloat16)
+        w = (torch.randn(512, 384) * 0.1).to(torch.bfloat16)
+        y = m.qkv(x, w).float().numpy()
+        return [(y, (x.float() @ w.float()).numpy(), 2e-2, 2e-2)]
+    """,
+    "nkilib/core/output_projection/output_projection_cte/output_projection_cte.py": """
+        a = (np.random.randn(1, 2, 128, 128) * 0.1).astype(np.float32)
+        w = (np.random.randn(256, 512) * 0.1).astype(np.float32)
+        y = m.output_projection_cte(a, w)
+        ref = np.transpose(a, (0, 3, 1, 2)).reshape(1, 128, 256) @ w
+        return [(y, ref, 1e-3, 1e-3)]
+    """,
+    "nkilib/core/attention/attention_cte.py": """
+        import torch
+        from nkilib.core.attention.attention_cte_torch import attention_cte_torch_ref
+        q = (torch.randn(1, 256, 64) * 0.5).to(torch.bfloat16)  # bf16, as its DMAs load
+        k = (torch.randn(1, 64, 256) * 0.5).to(torch.bfloat16)
+        v = torch.randn(1, 256, 64).to(torch.bfloat16)
+        # causal_mask=False: the causal mask is built with nisa.affine_select (not yet here)
+        out = m.attention_cte(q, k, v, scale=0.125, causal_mask=False)
+        ref = attention_cte_torch_ref(q, k, v, scale=0.125, causal_mask=False)
+        return [(out.float().numpy(), ref.numpy(), 3e-2, 3e-2)]
+    """,
+    "nkilib/core/output_projection/output_projection_tkg.py": """
+        a = (np.random.randn(64, 1, 2, 4) * 0.1).astype(np.float32)
+        w = (np.random.randn(128, 256) * 0.1).astype(np.float32)
+        y = m.output_projection_tkg(a, w)
+        ref = np.transpose(a, (1, 3, 2, 0)).reshape(4, 128) @ w
+        return [(y, ref.reshape(np.shape(y)), 1e-3, 1e-3)]
+    """,
     "nkilib/experimental/dynamic_shapes/dynamic_elementwise_add.py": """
-        import ml_dtypes
-        a = np.random.randn(256, 512).astype(ml_dtypes.bfloat16)
-        b = np.random.randn(256, 512).astype(ml_dtypes.bfloat16)
+        a = np.random.randn(256, 512).astype(np.float32)
+        b = np.random.randn(256, 512).astype(np.float32)
         n = np.array([[2]], dtype=np.int32)
         y = m.dynamic_elementwise_add(a, b, n)
         ref = (a.astype(np.float32) + b.astype(np.float32))
@@ -86,6 +136,39 @@ CALLS = {
         return [(np.asarray(loss).reshape(-1), ref, 1e-4, 1e-4)]
     """,
 }
+
+# What NeuronSim's NKI does not have yet, by the names a kernel's folder uses: the reason
+# given for a file that imports but has no small-shape call here (no call was written for it
+# because it needs one of these).
+UNSUPPORTED = [
+    ("nc_matmul_mx", "MX matmuls (trn3)"), ("quantize_mx", "MX quantization (trn3)"),
+    ("float8", "fp8 dtypes"), ("sendrecv", "sendrecv between cores"),
+    ("core_barrier", "core barriers"), ("ncc.", "collectives"), ("nccl.", "collectives"),
+    ("register_alloc", "registers / dynamic loops"), ("dynamic_range", "dynamic loops"),
+    ("vector_offset", "indirect (dynamic) access patterns"),
+    ("scalar_offset", "dynamic access patterns"), ("nonzero_with_count", "nonzero_with_count"),
+    ("tensor_scalar_reduce", "tensor_scalar_reduce"), ("affine_select", "affine_select"),
+    ("range_select", "range_select"), ("nc_stream_shuffle", "nc_stream_shuffle"),
+    ("nc_n_gather", "nc_n_gather"), ("local_gather", "local_gather"), ("iota", "iota"),
+    ("dma_compute", "DMA compute"), ("uint32", "uint32 tiles"), ("uint16", "uint16 tiles"),
+    ("oob_mode.skip", "out-of-bounds skipping DMAs"), ("tile_position", "PE row/column tiling"),
+]
+
+
+def needs(folder: str, rel: str) -> str:
+    """The unsupported features the kernel file's folder uses (its own code and helpers)."""
+    d = os.path.dirname(os.path.join(folder, rel))
+    text = ""
+    for f in os.listdir(d):
+        if f.endswith(".py") and not f.endswith("_torch.py"):
+            text += open(os.path.join(d, f), encoding="utf-8", errors="replace").read()
+    found = []
+    for key, label in UNSUPPORTED:
+        if key in text and label not in found:
+            found.append(label)
+    return ("no call written: its folder uses what NeuronSim's NKI lacks: " + ", ".join(found)
+            if found else "")
+
 
 RUNNER = r'''
 import os, sys, json, importlib, traceback
@@ -157,7 +240,7 @@ def run(folder: str, rel: str) -> dict:
     return r
 
 
-STATUS = {"import": "does not import", "imported": "imports (no small-shape call written)",
+STATUS = {"import": "does not import", "imported": "imports; not called",
           "call": "imports; the call fails", "mismatch": "runs, does not match",
           "matches": "runs, matches", "timeout": "timeout", "crash": "crash"}
 
@@ -173,6 +256,8 @@ def section(export, rev) -> list[str]:
     for path in kernel_files(LIBRARY, sha):
         rel = path.removeprefix(PREFIX)
         r = run(folder, rel)
+        if r["stage"] == "imported":
+            r["error"] = needs(folder, rel) or "a call on small shapes is still to be written"
         status = STATUS[r["stage"]]
         counts[status] = counts.get(status, 0) + 1
         detail = (r.get("error") or "").replace("|", "\\|").replace("\n", " ")[:300]
@@ -185,6 +270,9 @@ def section(export, rev) -> list[str]:
              f"aws-neuron/nki-library@{sha}: {n} kernel files (files of `src/nkilib_src/nkilib` "
              f"with an `@nki.jit` kernel), each tried unchanged in a subprocess "
              f"(`python bench/nki.py --library`). **{ran} of {n} trace, run on small shapes and "
-             f"match** their reference; {imported} of {n} import. The target is 80% running.",
+             f"match** their reference; {imported} of {n} import. The target is 80% running. "
+             "For a file not called, the features listed are those its folder's code uses "
+             "that NeuronSim's NKI does not have yet (a scan of the names, so an upper bound "
+             "on what the kernel itself needs).",
              "", "| file | result | detail | wall |", "|---|---|---|---|", *rows, ""]
     return lines

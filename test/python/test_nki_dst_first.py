@@ -112,6 +112,48 @@ def layer_stats_scan(x, a):
 
 
 @nki.jit
+def quadrant_ops(x):
+    """Engine ops on partition slices at the documented start partitions: 32 partitions at
+    32, 64 at 64; a cross-half copy from partitions 64-127 to 0-63."""
+    out = nl.ndarray((128, 64), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 64), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    r = nl.ndarray((128, 64), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=r[0:32, :], data=t[0:32, :], op0=nl.add, operand0=1.0)
+    nisa.tensor_scalar(dst=r[32:64, :], data=t[32:64, :], op0=nl.multiply, operand0=2.0)
+    nisa.tensor_copy(dst=r[64:128, :], src=t[0:64, :])
+    nisa.dma_copy(dst=out, src=r)
+    return out
+
+
+@nki.jit
+def broadcast_middle_dim(x, c):
+    """A stride-0 .ap() dim in the middle of an operand (c broadcast over H): not a
+    per-partition column, so the view is gathered before the multiply."""
+    P, H, S = x.shape
+    out = nl.ndarray((P, H, S), dtype=x.dtype, buffer=nl.shared_hbm)
+    xt = nl.ndarray((P, H, S), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=xt, src=x)
+    ct = nl.ndarray((P, S), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=ct, src=c)
+    r = nl.ndarray((P, H, S), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_tensor(r, xt, ct.ap([[S, P], [0, H], [1, S]]), nl.multiply)
+    nisa.dma_copy(dst=out, src=r)
+    return out
+
+
+@nki.jit
+def bad_start_partition(x):
+    out = nl.ndarray((16, 64), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 64), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    r = nl.ndarray((16, 64), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=r, src=t[16:32, :])
+    nisa.dma_copy(dst=out, src=r)
+    return out
+
+
+@nki.jit
 def too_many_partitions(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     t = nl.ndarray((256, 4), dtype=x.dtype, buffer=nl.sbuf)
@@ -215,3 +257,20 @@ def test_bn_stats_bn_aggr_and_scan_from_an_initial_tile():
         r = a[:, i] * r + x[:, i]
         ref[:, i] = r
     np.testing.assert_allclose(sc, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_engine_access_at_quadrant_start_partitions():
+    x = np.random.rand(128, 64).astype(np.float32)
+    out = quadrant_ops(x)
+    np.testing.assert_allclose(out[0:32], x[0:32] + 1, rtol=1e-6)
+    np.testing.assert_allclose(out[32:64], x[32:64] * 2, rtol=1e-6)
+    np.testing.assert_allclose(out[64:128], x[0:64], rtol=0)
+    with pytest.raises(neuronsim.NeuronCompileError, match=r"test_nki_dst_first.py:\d+ .*"
+                       r"16 partitions starts at partition 0, 32, 64, 96, not 16"):
+        bad_start_partition(x)
+
+
+def test_ap_broadcast_of_a_middle_dim_and_positional_op():
+    x = np.random.rand(32, 3, 16).astype(np.float32)
+    c = np.random.rand(32, 16).astype(np.float32)
+    np.testing.assert_allclose(broadcast_middle_dim(x, c), x * c[:, None, :], rtol=1e-6)

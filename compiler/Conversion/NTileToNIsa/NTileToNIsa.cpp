@@ -46,8 +46,9 @@ public:
   nisa::AccessPatternAttr gatherTable(Value table, int64_t column, int64_t columns) const;
 
 private:
-  /// Byte offset in every partition and loop terms (bytes) of a tile or view.
-  std::pair<int64_t, SmallVector<int64_t>> tileAddress(Value tile) const;
+  /// Byte offset in every partition and loop terms (bytes) of a tile or view, and the first
+  /// partition of a view (a view's offset of whole rows of its source selects partitions).
+  std::tuple<int64_t, SmallVector<int64_t>, int64_t> tileAddress(Value tile) const;
   nisa::AccessPatternAttr tilePattern(Value tile, int64_t partition, int64_t column,
                                       ArrayRef<int64_t> columnTerms, ArrayRef<int64_t> dims) const;
   uint32_t hbmBuffer(Value v) const;
@@ -110,12 +111,17 @@ uint32_t PhysicalMemory::hbmBuffer(Value v) const {
   return hbmBuffers.lookup(v);
 }
 
-std::pair<int64_t, SmallVector<int64_t>> PhysicalMemory::tileAddress(Value tile) const {
+std::tuple<int64_t, SmallVector<int64_t>, int64_t>
+PhysicalMemory::tileAddress(Value tile) const {
   if (auto view = tile.getDefiningOp<ntile::ViewOp>()) {
-    auto [bytes, terms] = tileAddress(view.getSource());
+    auto [bytes, terms, partition] = tileAddress(view.getSource());
     int64_t elementBytes = ntile::getElementBytes(memrefType(tile).getElementType());
     appendScaled(terms, view.getAp().getTerms(), elementBytes);
-    return {bytes + view.getAp().getOffset() * elementBytes, terms};
+    // The view's constant offset in elements of its source's [partitions, free] layout: whole
+    // rows are partitions (engines read tiles starting at partitions 0/32/64/96).
+    int64_t rowElems = memrefType(view.getSource()).getDimSize(1);
+    int64_t offset = view.getAp().getOffset();
+    return {bytes + (offset % rowElems) * elementBytes, terms, partition + offset / rowElems};
   }
   auto alloc = tile.getDefiningOp<memref::AllocOp>();
   int64_t bytes = alloc->getAttrOfType<IntegerAttr>(ntile::kAddressAttr).getInt();
@@ -123,7 +129,7 @@ std::pair<int64_t, SmallVector<int64_t>> PhysicalMemory::tileAddress(Value tile)
   if (int64_t buffers = ntile::getBufferCount(alloc); buffers > 1)
     terms = {(int64_t)enclosingLoopCounts(alloc).size() - 1,
              ntile::getBufferStride(alloc.getType(), target.psumBankBytes), buffers};
-  return {bytes, terms};
+  return {bytes, terms, 0};
 }
 
 nisa::AccessPatternAttr PhysicalMemory::tilePattern(Value tile, int64_t partition, int64_t column,
@@ -131,7 +137,8 @@ nisa::AccessPatternAttr PhysicalMemory::tilePattern(Value tile, int64_t partitio
                                                     ArrayRef<int64_t> dims) const {
   MemRefType t = memrefType(tile);
   int64_t elementBytes = ntile::getElementBytes(t.getElementType());
-  auto [bytes, terms] = tileAddress(tile);
+  auto [bytes, terms, first] = tileAddress(tile);
+  partition += first;
   appendScaled(terms, columnTerms, elementBytes);
   Value root = tile;
   while (auto view = root.getDefiningOp<ntile::ViewOp>())

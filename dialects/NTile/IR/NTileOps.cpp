@@ -354,18 +354,21 @@ LogicalResult ViewOp::verify() {
   if (failed(verifyTile(*this, getResult(), "result")))
     return failure();
   AccessPatternAttr ap = getAp();
-  int64_t free = in.getDimSize(1), column = ap.getOffset() % free;
-  if (ap.getRank() != 2 || ap.getOffset() >= free ||
+  // The offset's whole rows are the view's first partition (engine accesses may start at
+  // partitions 0/32/64/96, which the kernel front end checks).
+  int64_t free = in.getDimSize(1), column = ap.getOffset() % free,
+          partition = ap.getOffset() / free;
+  if (ap.getRank() != 2 || ap.getOffset() < 0 ||
       (ap.getSize(0) > 1 && ap.getStride(0) != free) ||
       (ap.getSize(1) > 1 && ap.getStride(1) != 1) || ap.getSize(0) != out.getDimSize(0) ||
       ap.getSize(1) != out.getDimSize(1))
     return emitOpError("pattern must select [")
            << out.getDimSize(0) << ", " << out.getDimSize(1)
-           << "] contiguous columns starting in partition 0";
+           << "] contiguous columns of whole partitions";
   if (failed(neuron::verifyTerms(*this, ap.getTerms(), "view")))
     return failure();
   auto [termLo, termHi] = neuron::termRange(ap.getTerms(), neuron::enclosingLoopCounts(*this));
-  if (out.getDimSize(0) > in.getDimSize(0) || column + termLo < 0 ||
+  if (partition + out.getDimSize(0) > in.getDimSize(0) || column + termLo < 0 ||
       column + termHi + out.getDimSize(1) > free)
     return emitOpError("view exceeds the tile");
   return success();

@@ -455,12 +455,12 @@ class Emitter:
         root = env.name(region.tile)
         if region.is_whole():
             return root, region.tile.mlir_type()
-        assert region.p0 == 0
         t = region.tile
         view_type = (f"memref<{region.np}x{region.width}x{mlir_type(t.dtype)}, "
                      f"#ntile.mem<{t.space}>>")
         name = self.fresh("v")
-        ap = self.ap(env, region.c0, [(t.free, region.np), (1, region.width)])
+        # whole rows of the offset are partitions (convert-ntile-to-nisa)
+        ap = self.ap(env, region.c0 + region.p0 * t.free, [(t.free, region.np), (1, region.width)])
         self.emit_line(env, f"{name} = ntile.view {root} {ap} : {t.mlir_type()} to {view_type}",
                        source)
         return name, view_type

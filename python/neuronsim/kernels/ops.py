@@ -109,11 +109,20 @@ def _check_engine_dtype(tile: TileView, engine: str, allowed: tuple[torch.dtype,
                     source)
 
 
+def check_start_partition(p0: int, n: int, what: str, source: Source) -> None:
+    """The start partitions engines access (NKI architecture guide, trainium_inferentia2_arch:
+    more than 64 partitions start at 0; 33-64 at 0 or 64; up to 32 at 0, 32, 64 or 96)."""
+    if p0 == 0:
+        return
+    allowed = (0,) if n > 64 else (0, 64) if n > 32 else (0, 32, 64, 96)
+    if p0 not in allowed:
+        raise error(f"{what}: an engine access of {n} partitions starts at partition 0"
+                    f"{'' if len(allowed) == 1 else ', ' + ', '.join(map(str, allowed[1:]))}, "
+                    f"not {p0} (a tile slice elsewhere can only be moved by DMA)", source)
+
+
 def _compute_source(tile: TileView, what: str, source: Source) -> None:
-    if tile.region.p0 != 0:
-        raise error(f"{what}: engines read tiles from partition 0; a tile slice starting at "
-                    f"partition {tile.region.p0} can only be moved by DMA (nl.load/nl.store)",
-                    source)
+    check_start_partition(tile.region.p0, tile.region.np, what, source)
     tracer().read(tile.region, source)
 
 
@@ -133,6 +142,10 @@ def matmul(stationary: Any, moving: Any, source: Source) -> TileView:
         if tile.buffer != "sbuf":
             raise error(f"the {name} operand of nc_matmul must be in SBUF, not "
                         f"{tile.buffer.upper()}", source)
+        if tile.region.p0 != 0:
+            raise error(f"the {name} operand of nc_matmul starts at partition "
+                        f"{tile.region.p0}: the Tensor engine reads its operands from "
+                        "partition 0 (row tiling is not supported yet)", source)
         _compute_source(tile, f"the {name} operand of nc_matmul", source)
     if st.shape[0] != mv.shape[0]:
         raise error(f"nc_matmul contracts over the partitions: stationary {list(st.shape)} and "
@@ -311,9 +324,11 @@ def _redirect(target: TileView, value: TileView, source: Source) -> ir.Op | None
     if target.shape != value.shape:
         raise error(f"assigns a tile of shape {list(value.shape)} to a tile region of shape "
                     f"{list(target.shape)}", source)
-    if target.region.p0 != 0 and not isinstance(op, ir.DmaOp):
-        raise error("engines write tiles from partition 0; this region starts at partition "
-                    f"{target.region.p0}", source)
+    if not isinstance(op, ir.DmaOp):
+        if isinstance(op, ir.MatmulOp) and target.region.p0 != 0:
+            raise error("nc_matmul writes PSUM from partition 0; this region starts at "
+                        f"partition {target.region.p0}", source)
+        check_start_partition(target.region.p0, target.region.np, "the result", source)
     # Drop the fresh tile's allocation (the op right before it in the same scope).
     ops = t.scope.ops
     for i in range(len(ops) - 1, -1, -1):

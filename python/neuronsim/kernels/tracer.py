@@ -171,7 +171,11 @@ class Tracer:
         const = next((c for c in self.constants if getattr(c, "key", None) == key), None)
         if const is None:
             const = ir.ConstantTensor(f"c{len(self.constants)}",
-                                      torch.full((1,), float(value), dtype=region.tile.dtype))
+                                      # rounded as a store to the tile's dtype (a value
+                                      # just past float32's range, such as -3.4028235e38,
+                                      # rounds to its largest finite value)
+                                      torch.tensor([float(value)], dtype=torch.float64).to(
+                                          region.tile.dtype))
             const.key = key  # type: ignore[attr-defined]
             self.constants.append(const)
         self.write(region, source)

@@ -64,6 +64,12 @@ class HbmView:
     def dtype(self) -> torch.dtype:
         return self.tensor.dtype
 
+    @property
+    def buffer(self) -> str:
+        """NKI's buffer of the tensor: "shared_hbm" for the outputs a kernel makes, "hbm" for
+        its arguments."""
+        return "shared_hbm" if self.tensor.is_output else "hbm"
+
     def __getitem__(self, key: Any) -> HbmView:
         from .tracer import _current
 

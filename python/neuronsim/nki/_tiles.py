@@ -296,8 +296,18 @@ class NTile:
         pat = [(int(s), int(n)) for s, n in pattern]
         if not pat:
             raise error("an access pattern has at least the partition entry")
-        return NTile(self.tile, self.p0, pat[0][1], self.c0 + Aff.of(offset), [],
-                     pat[1:] or [(1, 1)])
+        off = Aff.of(offset)
+        p0 = self.p0
+        if off.is_const() and self.c0.is_const():
+            # an offset of whole rows selects partitions (the partition stride is the row)
+            rows, col = divmod(self.c0.const + off.const, self.tile.free)
+            p0, c0 = p0 + rows, Aff(col)
+        else:
+            c0 = self.c0 + off
+        if p0 + pat[0][1] > self.tile.partitions:
+            raise error(f"an access pattern of partitions [{p0}, {p0 + pat[0][1]}) of a tile of "
+                        f"{self.tile.partitions}")
+        return NTile(self.tile, p0, pat[0][1], c0, [], pat[1:] or [(1, 1)])
 
     def masked(self, mask: Mask) -> NTile:
         """The partitions a mask keeps, when it restricts one grid of this tile's partition
@@ -355,7 +365,10 @@ class NTile:
         return NTile(self.tile, self.p0, self.np, self.c0, [], free)
 
     def is_column_broadcast(self) -> bool:
-        return any(s == 0 and n > 1 for s, n in self.free)
+        """One value per partition read along the row: every free dim of more than one
+        element has stride 0 (a view broadcasting only some dims is gathered by flat())."""
+        big = [s for s, n in self.free if n > 1]
+        return bool(big) and all(s == 0 for s in big) and not self.blocks
 
     def column(self) -> NTile:
         """The [P, 1] column behind a broadcast view."""

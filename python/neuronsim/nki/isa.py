@@ -29,6 +29,16 @@ class engine:  # noqa: N801 (NKI's name)
     unknown = None
 
 
+# NKI's module-level engine names (`engine=nisa.vector_engine`)
+vector_engine = engine.vector
+gpsimd_engine = engine.gpsimd
+scalar_engine = engine.scalar
+activation_engine = engine.scalar
+tensor_engine = engine.tensor
+sync_engine = engine.sync
+unknown_engine = engine.unknown
+
+
 class reduce_cmd:  # noqa: N801
     idle = "idle"
     reset = "reset"
@@ -169,13 +179,21 @@ def _hbm_to_hbm(dst: HbmView, src: HbmView, source: Source) -> None:
 def dma_transpose(dst: Any = None, src: Any = None, axes: Any = None, **_: Any) -> Any:
     source = caller_source()
     view = as_hbm(src, "the src of dma_transpose") if not _is_tile(src) else None
-    if view is None or len(view.dims) != 2:
-        raise error("dma_transpose of a 2-D HBM view into SBUF is what NeuronSim's NKI "
-                    "supports", source)
-    from . import language as nl
+    dims = [d for d in view.dims if d[1] != 1] if view is not None else []
+    if view is None or len(dims) < 2:
+        raise error("dma_transpose of an HBM view of at least 2 dims (besides size-1 ones) "
+                    "into SBUF is what NeuronSim's NKI supports", source)
+    # src [rows, ..., cols] -> dst [cols (partitions), ..., rows]: the last dim goes on the
+    # partitions, the first becomes the innermost (a DMA of the reordered pattern)
+    moved = HbmView(view.tensor, view.offset, [dims[-1], *dims[1:-1], dims[0]])
+    if dst is not None:
+        _as_dst(dst, source).dma_from(moved, source)
+        return None
+    from ._tiles import new_tile
 
-    t = nl.load_transpose2d(view)
-    return _finish(dst, t, source)
+    t = new_tile(moved.shape, view.dtype, "sbuf", source)
+    t.dma_from(moved, source)
+    return t
 
 
 # -- Tensor engine -------------------------------------------------------------------------------
@@ -321,6 +339,8 @@ def tensor_copy(*args: Any, engine: Any = None, dtype: Any = None, mask: Any = N
 def tensor_tensor(*args: Any, op: Any = None, dtype: Any = None, engine: Any = None,
                   mask: Any = None, **kw: Any) -> Any:
     source = caller_source()
+    if op is None and args and not _is_tile(args[-1]) and not isinstance(args[-1], HbmView):
+        op, args = args[-1], args[:-1]  # the op given positionally, after the tiles
     dst, data1, data2 = _split(args, kw, ["dst", "data1", "data2"])
     if op is None and "op" in kw:
         op = kw["op"]

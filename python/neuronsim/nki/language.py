@@ -53,7 +53,21 @@ float8_e5m2_x4 = UnsupportedDType("float8_e5m2_x4")
 
 class NKIObject:
     """NKI's base class of kernel-side objects (configuration dataclasses passed between
-    kernel functions). Tracing runs kernels as Python, so a plain base class is all it takes."""
+    kernel functions). Tracing runs kernels as Python; as NKI's, a subclass's plain class
+    attributes (`section_idx = None`, no annotation) are fields of its @dataclass too, so that
+    `SectionParams(section_idx=0)` works."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("__annotations__", {})
+        extra = {}
+        for name, value in list(cls.__dict__.items()):
+            if name.startswith("_") or name in own or callable(value) or isinstance(
+                    value, (staticmethod, classmethod, property, list, dict, set)):
+                continue
+            extra[name] = Any
+        if extra:
+            cls.__annotations__ = {**own, **extra}
 
 # -- buffers -----------------------------------------------------------------------------------
 sbuf = "sbuf"

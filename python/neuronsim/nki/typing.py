@@ -17,3 +17,14 @@ class _TensorType:
 
 tensor = _TensorType()
 scalar = float
+
+
+class _MutableTensorType:
+    """`nt.mutable_tensor`: the annotation of an HBM argument a kernel writes (kept for
+    annotations; NeuronSim's kernels write only the HBM tensors they make)."""
+
+    def __getitem__(self, key: Any) -> Any:
+        return tensor[key] if isinstance(key, tuple) and len(key) == 2 else self
+
+
+mutable_tensor = _MutableTensorType()

@@ -46,3 +46,19 @@ func.func @hbm_buffers(%x: memref<2x4xf32, #ntile.mem<hbm>> {ntile.input = 0 : i
   ntile.dma %c <0, [[1, 8]]> to %t <0, [[1, 8]]> : memref<8xf32, #ntile.mem<hbm>>, memref<8xf32, #ntile.mem<hbm>>
   return
 }
+
+// -----
+
+// A view whose offset spans whole rows starts at a later partition (an engine access of 32
+// partitions from partition 32), its column offset within the partition.
+// CHECK-LABEL: func @view_start_partition
+// CHECK: nisa.tensor_scalar mul on 1 <sbuf[0] + {{[0-9]+}}, {{\[\[}}1, 32], [1, 16]], f32>, <sbuf[32] + 16, {{\[\[}}1, 32], [1, 16]], f32>
+func.func @view_start_partition(%x: memref<128x64xf32, #ntile.mem<hbm>> {ntile.input = 0 : i32}, %y: memref<32x16xf32, #ntile.mem<hbm>> {ntile.output = 0 : i32}) {
+  %a = memref.alloc() : memref<128x64xf32, #ntile.mem<sbuf>>
+  ntile.dma %x <0, [[64, 128], [1, 64]]> to %a <0, [[64, 128], [1, 64]]> : memref<128x64xf32, #ntile.mem<hbm>>, memref<128x64xf32, #ntile.mem<sbuf>>
+  %v = ntile.view %a <2052, [[64, 32], [1, 16]]> : memref<128x64xf32, #ntile.mem<sbuf>> to memref<32x16xf32, #ntile.mem<sbuf>>
+  %b = memref.alloc() : memref<32x16xf32, #ntile.mem<sbuf>>
+  ntile.tensor_scalar mul %v, 2.0 to %b : memref<32x16xf32, #ntile.mem<sbuf>>, memref<32x16xf32, #ntile.mem<sbuf>>
+  ntile.dma %b <0, [[16, 32], [1, 16]]> to %y <0, [[16, 32], [1, 16]]> : memref<32x16xf32, #ntile.mem<sbuf>>, memref<32x16xf32, #ntile.mem<hbm>>
+  return
+}

@@ -106,3 +106,25 @@ def test_grouped_query_heads_match_sdpa():
     out = attend(q.to("neuron"), k.to("neuron"), v.to("neuron")).cpu()
     ref = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
     torch.testing.assert_close(out, ref, **TOL)
+
+
+def test_flex_attention_inside_activation_checkpointing():
+    # torchtitan wraps its layers in activation checkpointing: under torch.compile the
+    # flex_attention op is inside the checkpoint's subgraph (a higher-order op's body).
+    from torch.utils.checkpoint import checkpoint
+
+    q, k, v = _qkv(3)
+    mask = create_block_mask(_causal, B=None, H=None, Q_LEN=S, KV_LEN=S, device="neuron")
+
+    def layer(q, k, v):
+        return flex_attention(q, k, v, block_mask=mask) * 2
+
+    @torch.compile(backend="neuron", dynamic=False)
+    def attend(q, k, v):
+        return checkpoint(layer, q, k, v, use_reentrant=False)
+
+    out, grads = _grads(attend, q, k, v, "neuron")
+    ref_out, ref_grads = _grads(lambda q, k, v: _sdpa_causal(q, k, v) * 2, q, k, v, "cpu")
+    torch.testing.assert_close(out, ref_out, **TOL)
+    for got, expected in zip(grads, ref_grads, strict=True):
+        torch.testing.assert_close(got, expected, **TOL)

@@ -52,7 +52,9 @@ wanted = {"pytest": "pytest", "numpy": "numpy", "scikit_build_core": "scikit-bui
           "matplotlib": "matplotlib",  # matplotlib: the demo's engine-timeline PNG
           "expecttest": "expecttest",  # PyTorch's OpInfo database (bench/opinfo_sweep.py) imports it
           "transformers": "transformers",  # HuggingFace models in the device tests and benches
-          "accelerate": "accelerate==1.15.0"}  # HF Accelerate on the neuron device (test_torch_neuronx.py)
+          "accelerate": "accelerate==1.15.0",  # HF Accelerate on the neuron device (test_torch_neuronx.py)
+          "triton": "triton==3.7.1",  # torchtitan imports it (CPU-only import is enough)
+          "torchtitan": "torchtitan==0.3.0"}  # llama3 training on the device (test_torchtitan.py)
 print(" ".join(dist for module, dist in wanted.items() if importlib.util.find_spec(module) is None))
 PY
 )"

@@ -25,16 +25,24 @@ def dense_flex_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Te
 
 
 def lower_flex_attention(gm: torch.fx.GraphModule) -> int:
-    """Replaces the graph's flex_attention calls by the dense implementation (in place);
-    returns how many."""
+    """Replaces the graph's flex_attention calls by the dense implementation (in place), in
+    the graph and in its subgraphs (the bodies of higher-order ops such as activation
+    checkpointing's, which torchtitan wraps its layers in); returns how many."""
     flex = getattr(torch.ops.higher_order, "flex_attention", None)
+    if flex is None:
+        return 0
     count = 0
-    for node in gm.graph.nodes:
-        if node.op == "call_function" and flex is not None and node.target is flex:
-            node.target = dense_flex_attention
-            count += 1
-    if count:
-        gm.recompile()
+    for module in gm.modules():
+        if not isinstance(module, torch.fx.GraphModule):
+            continue
+        replaced = 0
+        for node in module.graph.nodes:
+            if node.op == "call_function" and node.target is flex:
+                node.target = dense_flex_attention
+                replaced += 1
+        if replaced:
+            module.recompile()
+            count += replaced
     return count
 
 

@@ -271,3 +271,16 @@ def avg_and_premul_sum(rank: int, world: int, port: int, out: str) -> None:
     except TypeError as e:
         result["int_error"] = str(e)
     _finish(out, rank, result)
+
+
+def neg_view_collectives(rank: int, world: int, port: int, out: str) -> None:
+    """Collectives over negative views of neuron tensors: gloo reads and writes raw memory,
+    the views mean the negated values."""
+    device = init(rank, world, port)
+    x = torch.arange(4.0) + rank
+    base = x.to(device)
+    t = base._neg_view()
+    dist.all_reduce(t)  # reads -x, writes the sum through the view
+    received = torch.empty(4 * world, device=device)
+    dist.all_gather_into_tensor(received, (x.to(device))._neg_view())
+    _finish(out, rank, {"view": t.cpu(), "base": base.cpu(), "gathered": received.cpu()})

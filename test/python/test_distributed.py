@@ -317,3 +317,12 @@ def test_avg_and_premul_sum_reductions_match_their_definitions(tmp_path):
             else:  # a reduce's other ranks keep their input
                 torch.testing.assert_close(got[f"reduce_{name}"], xs[rank], rtol=0, atol=0)
         assert "allreduce with ReduceOp.AVG needs floating-point tensors" in got["int_error"]
+
+
+def test_collectives_over_negative_views(tmp_path):
+    world = 2
+    xs = [torch.arange(4.0) + r for r in range(world)]
+    for got in _run(workers.neg_view_collectives, world, tmp_path):
+        torch.testing.assert_close(got["view"], -sum(xs), rtol=0, atol=0)
+        torch.testing.assert_close(got["base"], sum(xs), rtol=0, atol=0)  # memory: -(view)
+        torch.testing.assert_close(got["gathered"], -torch.cat(xs), rtol=0, atol=0)

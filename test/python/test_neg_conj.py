@@ -144,3 +144,30 @@ def test_complex_backward_with_conjugated_gradients():
     loss.backward()
     torch.testing.assert_close(loss.cpu(), rope(xr, freqs), rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(x_dev.grad.cpu(), x_cpu.grad, rtol=1e-5, atol=1e-5)
+
+
+def test_host_alias_keeps_the_bits_and_host_view_resolves_them():
+    from neuronsim.device import hbm
+
+    x = _real()
+    n = x.to("neuron")._neg_view()
+    alias = torch.ops.neuronsim.host_alias(n)
+    assert alias.device.type == "cpu" and alias.is_neg()
+    torch.testing.assert_close(alias.resolve_neg(), -x, rtol=0, atol=0)
+    view = hbm.host_view(n)  # what the simulator, DLPack and gloo read: values, no bit
+    assert not view.is_neg()
+    torch.testing.assert_close(view, -x, rtol=0, atol=0)
+    alias.copy_(torch.ones(3, 5))  # writing through the alias honours the bit
+    torch.testing.assert_close(n.cpu(), torch.ones(3, 5), rtol=0, atol=0)
+    torch.testing.assert_close(n._neg_view().cpu(), -torch.ones(3, 5), rtol=0, atol=0)
+
+
+def test_compiled_graph_given_a_negative_view():
+    x = _real()
+
+    @torch.compile(backend="neuron", dynamic=False)
+    def f(t):
+        return t * 2 + 1
+
+    torch.testing.assert_close(f(x.to("neuron")._neg_view()).cpu(), -x * 2 + 1, rtol=1e-6,
+                               atol=1e-6)

@@ -19,7 +19,13 @@ def host_view(tensor: torch.Tensor) -> torch.Tensor:
     device memory through it); other tensors are returned as they are."""
     if tensor.device.type != "neuron":
         return tensor
-    return torch.ops.neuronsim.host_alias(tensor)
+    alias = torch.ops.neuronsim.host_alias(tensor)
+    if alias.is_neg() or alias.is_conj():
+        # A negative or conjugate view: the simulator, DLPack and gloo read raw memory, so they
+        # get its values, resolved (a copy). Who writes such a view goes through host_alias and
+        # copy_, which honour the bits (distributed/process_group.py's staging does).
+        return alias.resolve_conj().resolve_neg()
+    return alias
 
 
 def adopt(result: torch.Tensor, device: torch.device) -> torch.Tensor:

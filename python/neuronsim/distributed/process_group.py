@@ -114,7 +114,21 @@ class _Staging:
     def _map(self, value: Any, output: bool, reduction: _SumForm | None = None,
              write_back: bool = True) -> Any:
         if isinstance(value, torch.Tensor):
-            host = hbm.host_view(value)
+            host = hbm.host_view(value)  # values resolved (a copy) for a negative/conj view
+            if output and (value.is_neg() or value.is_conj()):
+                # Written back through the alias that keeps the bits (copy_ honours them).
+                alias = torch.ops.neuronsim.host_alias(value) if value.device.type == "neuron" \
+                    else value
+                staged = host.contiguous().clone()
+                if reduction is not None and reduction.changes():
+                    reduction.check(value)
+                    if reduction.premul is not None and reduction.in_place:
+                        staged.mul_(reduction.premul)
+                    if reduction.divide is not None:
+                        self._after.append(lambda t=staged, d=reduction.divide: t.div_(d))
+                if write_back:
+                    self._write_back.append((alias, staged))
+                return staged
             if reduction is not None and reduction.changes():
                 reduction.check(value)
                 staged = host.contiguous().clone()

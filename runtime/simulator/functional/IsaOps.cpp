@@ -87,6 +87,20 @@ float reduceIdentity(AluOp op) {
 
 /// tensor_scalar with one op, and reduce<alu2> of each partition's fp32 results into the last
 /// source (a [P, 1] tile).
+/// Partition p's accumulator register of the Vector engine that runs `inst` (the register of
+/// dst's partition p), after the instruction's reduceCmd: reset to the reduce's identity, loaded
+/// with imm[1], or kept.
+float &accumulator(Memory &mem, const Instruction &inst, int64_t p) {
+  const int64_t step = partitionsOf(inst.dst) > 1 ? inst.dst.dims[0][0] : 1;
+  float &r = mem.vectorAccumulators(coreOfQueue(inst.queue))[size_t(
+      int64_t(inst.dst.partition) + p * step)];
+  if (inst.reduceCmd == ReduceCmd::ResetReduce)
+    r = reduceIdentity(inst.alu2);
+  else if (inst.reduceCmd == ReduceCmd::LoadReduce)
+    r = float(inst.imm[1]);
+  return r;
+}
+
 void tensorScalarReduce(Memory &mem, const Instruction &inst) {
   std::vector<float> x = load<float>(mem, inst.srcs[0]);
   const int64_t parts = partitionsOf(inst.dst), n = int64_t(x.size()) / parts;
@@ -98,15 +112,9 @@ void tensorScalarReduce(Memory &mem, const Instruction &inst) {
       s[size_t(p)] = tile[size_t(p) * m];
   }
   // The reduce runs in the Vector engine's accumulator registers (reduceCmd).
-  float *reg = mem.vectorAccumulators(coreOfQueue(inst.queue));
-  const int64_t step = parts > 1 ? inst.dst.dims[0][0] : 1;
   std::vector<float> red(static_cast<size_t>(parts));
   for (int64_t p = 0; p < parts; ++p) {
-    float &r = reg[size_t(int64_t(inst.dst.partition) + p * step)];
-    if (inst.reduceCmd == ReduceCmd::ResetReduce)
-      r = reduceIdentity(inst.alu2);
-    else if (inst.reduceCmd == ReduceCmd::LoadReduce)
-      r = float(inst.imm[1]);
+    float &r = accumulator(mem, inst, p);
     for (int64_t i = 0; i < n; ++i) {
       float &v = x[size_t(p * n + i)];
       v = alu(inst.alu, v, s[size_t(p)], inst.reverse);
@@ -123,15 +131,9 @@ void tensorScalarReduce(Memory &mem, const Instruction &inst) {
 void tensorScalarCumulative(Memory &mem, const Instruction &inst) {
   std::vector<float> x = load<float>(mem, inst.srcs[0]);
   const int64_t parts = partitionsOf(inst.dst), n = int64_t(x.size()) / parts;
-  const int64_t step = parts > 1 ? inst.dst.dims[0][0] : 1;
-  float *reg = mem.vectorAccumulators(coreOfQueue(inst.queue));
   const float s0 = float(inst.imm[0]);
   for (int64_t p = 0; p < parts; ++p) {
-    float &r = reg[size_t(int64_t(inst.dst.partition) + p * step)];
-    if (inst.reduceCmd == ReduceCmd::ResetReduce)
-      r = reduceIdentity(inst.alu2);
-    else if (inst.reduceCmd == ReduceCmd::LoadReduce)
-      r = float(inst.imm[1]);
+    float &r = accumulator(mem, inst, p);
     for (int64_t i = 0; i < n; ++i) {
       float &v = x[size_t(p * n + i)];
       r = alu(inst.alu2, alu(inst.alu, v, s0, inst.reverse), r);

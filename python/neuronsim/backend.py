@@ -28,7 +28,12 @@ from .options import BackendOptions, resolve_options
 from .partition import check_supported, compile_with_fallback, needs_split, supported_ops
 from .runtime_asserts import CheckedAsserts, hoist_runtime_asserts, keep_message_free_asserts
 from .strided_views import rebase_strided_views
-from .specialize import ShapeSpecializer, dynamic_shapes_requested, has_symbolic_shapes
+from .specialize import (
+    AtenShapeSpecializer,
+    ShapeSpecializer,
+    dynamic_shapes_requested,
+    has_symbolic_shapes,
+)
 from .static_shapes import check_static_graph, check_static_inputs
 
 log = logging.getLogger("neuronsim")
@@ -79,14 +84,15 @@ def neuron_backend(
     resolved = resolve_options(options)
     if mode not in (None, "default"):
         log.warning("the neuron backend ignores mode=%r", mode)
-    if not dynamic_shapes_requested() and has_symbolic_shapes(gm, example_inputs):
+    symbolic = not dynamic_shapes_requested() and has_symbolic_shapes(gm, example_inputs)
+    if symbolic and _rewrites_need_sizes(gm):
         # dynamic=None and a size changed: Dynamo made it symbolic. Compile per concrete shape.
         return ShapeSpecializer(
             gm, example_inputs, lambda graph, inputs: neuron_backend(graph, inputs, options)
         )
     cpu_on_device = placement.runs_cpu_graph_on_device(example_inputs)
     try:
-        compiled = _compile_static(gm, example_inputs, resolved, cpu_on_device)
+        compiled = _compile_static(gm, example_inputs, resolved, cpu_on_device, symbolic)
     except NeuronCompileError as error:
         if not resolved.fallback_execution:
             raise
@@ -99,10 +105,14 @@ def _compile_static(
     example_inputs: Sequence[Any],
     resolved: BackendOptions,
     cpu_on_device: bool,
+    symbolic: bool = False,
 ) -> Any:
-    """A graph with static shapes through AOTAutograd to one program per forward/backward."""
-    check_static_inputs(example_inputs)
-    check_static_graph(gm)
+    """A graph with static shapes through AOTAutograd to one program per forward/backward.
+    A graph with symbolic sizes (dynamic=None after a size changed) goes through AOTAutograd
+    once; each of its forward/backward graphs is compiled per concrete shape at call time."""
+    if not symbolic:
+        check_static_inputs(example_inputs)
+        check_static_graph(gm)
     keep_message_free_asserts(gm)
     fuse_attention(gm)  # scaled_dot_product_attention -> one fused kernel where exact
     lower_flex_attention(gm)  # flex_attention -> its dense ATen form
@@ -150,11 +160,17 @@ def _compile_static(
         compiled = CheckedAsserts(compiled, asserts) if asserts else compiled
         return lowered.wrap(compiled) if lowered is not None else compiled
 
-    def forward_compiler(fw_gm: torch.fx.GraphModule, inputs: Sequence[Any]) -> Any:
-        return compile_graph(fw_gm, inputs, "forward")
+    def compiler_for(kind: str) -> Any:
+        def compile_kind(graph: torch.fx.GraphModule, inputs: Sequence[Any]) -> Any:
+            if symbolic:
+                return AtenShapeSpecializer(
+                    graph, inputs, lambda static, tensors: compile_graph(static, tensors, kind)
+                )
+            return compile_graph(graph, inputs, kind)
 
-    def backward_compiler(bw_gm: torch.fx.GraphModule, inputs: Sequence[Any]) -> Any:
-        return compile_graph(bw_gm, inputs, "backward")
+        return compile_kind
+
+    forward_compiler, backward_compiler = compiler_for("forward"), compiler_for("backward")
 
     compile_with_aot = aot_autograd(
         fw_compiler=forward_compiler,
@@ -162,6 +178,16 @@ def _compile_static(
         decompositions=_decompositions(),
     )
     return compile_with_aot(gm, example_inputs)
+
+
+def _rewrites_need_sizes(gm: torch.fx.GraphModule) -> bool:
+    """Attention rewrites pick their form from concrete sizes: a graph with attention is
+    specialized before AOTAutograd (ShapeSpecializer), any other after it."""
+    return any(
+        n.op == "call_function"
+        and any(name in str(n.target) for name in ("scaled_dot_product", "flex_attention"))
+        for n in gm.graph.nodes
+    )
 
 
 def _eager_fallback(

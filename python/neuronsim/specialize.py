@@ -3,10 +3,19 @@
 With torch.compile(dynamic=None), the default, Dynamo compiles a frame with static shapes
 first; when a size changes it recompiles the frame with that size symbolic ("automatic dynamic
 shapes") and from then on reuses that one graph for every size. The neuron backend compiles
-static shapes only, so for such a graph it returns a ShapeSpecializer: at each call it looks at
-the concrete sizes, and for sizes it has not seen it substitutes them into a copy of the graph
-and compiles that as a static graph (through the compile cache, so a shape compiled before, in
-this process or on disk, is not compiled again).
+static shapes only, so it specializes such a graph per shape, at the first call with sizes it
+has not seen, through the compile cache (a shape compiled before, in this process or on disk,
+is not compiled again). Two ways, both here:
+
+- AtenShapeSpecializer (the usual one): AOTAutograd runs once, while Dynamo compiles, on the
+  symbolic graph; each forward/backward ATen graph is specialized at call time by substituting
+  the concrete sizes and folding the size arithmetic (an fx.Interpreter over fake tensors).
+  Nothing is traced at call time: tracing sets FX's process-wide "symbolic tracing" flag, and
+  another thread entering a compiled function while it is set fails in Dynamo ("Detected that
+  you are using FX to symbolically trace a dynamo-optimized function").
+- ShapeSpecializer: the Dynamo graph itself is specialized and then goes through AOTAutograd,
+  for graphs whose rewrites before AOTAutograd need concrete sizes (fused attention, dense
+  flex attention). It traces at call time, under Dynamo's compile lock.
 
 torch.compile(dynamic=True) asks for symbolic shapes from the start: that still raises
 NeuronCompileError (static_shapes.py).
@@ -16,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import re
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -26,6 +36,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.node import map_arg
 
 from .static_shapes import is_symbolic
+from .tracing import like_a_dynamo_compile
 
 log = logging.getLogger("neuronsim")
 
@@ -106,12 +117,8 @@ class ShapeSpecializer:
         return compiled(*args)
 
     def _specialize(self, key: tuple[Any, ...], args: Sequence[Any]) -> Callable[..., Any]:
-        # Dynamo's compile lock first: this traces (FakeTensorMode, AOTAutograd's make_fx)
-        # at call time, outside Dynamo, while other threads may be compiling frames; tracing
-        # concurrently with them corrupts Dynamo's global tracing state.
-        from torch._dynamo.convert_frame import compile_lock
-
-        with compile_lock, self._lock:
+        # This traces (FakeTensorMode, AOTAutograd's make_fx) at call time: see tracing.py.
+        with like_a_dynamo_compile(), self._lock:
             compiled = self._compiled.get(key)
             if compiled is not None:
                 return compiled
@@ -181,3 +188,180 @@ def _refresh_meta(gm: torch.fx.GraphModule, tensors: Sequence[torch.Tensor]) -> 
         for node in gm.graph.nodes:
             for name in _META_KEYS:
                 node.meta.pop(name, None)
+
+
+class AtenShapeSpecializer:
+    """What the neuron backend's forward/backward compiler returns for an ATen graph (from
+    AOTAutograd) with symbolic sizes: one static compilation per distinct set of concrete
+    sizes, picked at each call."""
+
+    def __init__(
+        self,
+        gm: torch.fx.GraphModule,
+        example_inputs: Sequence[Any],
+        compile_static: CompileStatic,
+    ) -> None:
+        # On the instance: torch._dynamo.disable, which AOTAutograd wraps the backward in,
+        # copies the instance's __dict__ onto its wrapper, not class attributes.
+        self._boxed_call = True
+        self._gm = gm
+        self._compile_static = compile_static
+        self._key_positions = [
+            i
+            for i, v in enumerate(example_inputs)
+            if not isinstance(v, torch.Tensor) or _symbolic_tensor(v)
+        ]
+        self._tensor_positions = [
+            i for i, v in enumerate(example_inputs) if isinstance(v, torch.Tensor)
+        ]
+        # Per key: the static program and the graph's outputs that are sizes (AOTAutograd's
+        # forward returns the sizes the backward needs), as (position, value).
+        self._compiled: dict[tuple[Any, ...], tuple[Callable[..., Any], list[tuple[int, Any]]]]
+        self._compiled = {}
+        self._lock = threading.Lock()
+
+    @property
+    def shapes(self) -> list[tuple[Any, ...]]:
+        """The keys (concrete sizes of the varying inputs) compiled so far."""
+        return list(self._compiled)
+
+    def __call__(self, *call_args: Any) -> Any:
+        # Boxed (one list, which the callee clears), as AOTAutograd calls it; unboxed calls
+        # also work (graph inputs are never lists).
+        boxed = len(call_args) == 1 and isinstance(call_args[0], list)
+        args = call_args[0] if boxed else list(call_args)
+        key = tuple(_value_key(args[i]) for i in self._key_positions)
+        entry = self._compiled.get(key)
+        if entry is None:
+            entry = self._specialize(key, args)
+        compiled, size_outputs = entry
+        tensors = [args[i] for i in self._tensor_positions]
+        if boxed:
+            args.clear()  # the boxed convention: the callee owns the arguments
+        outputs = list(compiled(tensors) if getattr(compiled, "_boxed_call", False)
+                       else compiled(*tensors))
+        for position, value in size_outputs:
+            outputs.insert(position, value)
+        return outputs
+
+    def _specialize(self, key: tuple[Any, ...], args: Sequence[Any]) -> Any:
+        # Fake tensors and the compiler's FX passes at call time: see tracing.py.
+        with like_a_dynamo_compile(), self._lock:
+            entry = self._compiled.get(key)
+            if entry is not None:
+                return entry
+            gm, size_outputs = specialize_aten_graph(self._gm, args)
+            tensors = [args[i] for i in self._tensor_positions]
+            log.debug("compiling an ATen graph with symbolic sizes for the sizes %s", key)
+            entry = (self._compile_static(gm, tensors), size_outputs)
+            self._compiled[key] = entry
+            return entry
+
+
+def _evaluate(gm: torch.fx.GraphModule, inputs: Sequence[Any]) -> dict[torch.fx.Node, Any]:
+    """Each node's value for `inputs` (under the caller's FakeTensorMode), and its metadata
+    updated to it. Not an fx.Interpreter: that sets fx.traceback's process-wide current node
+    metadata, which a graph traced at the same time in another thread would pick up."""
+    values: dict[torch.fx.Node, Any] = {}
+    placeholders = iter(inputs)
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            value = next(placeholders)
+        elif node.op == "get_attr":
+            value = gm
+            for part in str(node.target).split("."):
+                value = getattr(value, part)
+        elif node.op == "call_function":
+            args = map_arg(node.args, values.__getitem__)
+            kwargs = map_arg(node.kwargs, values.__getitem__)
+            value = node.target(*args, **kwargs)
+        elif node.op == "output":
+            break
+        else:
+            raise RuntimeError(f"neuronsim: unexpected {node.op} node {node} in an ATen graph")
+        values[node] = value
+        for name in _META_KEYS:
+            if name in node.meta:
+                node.meta[name] = value
+    return values
+
+
+_SIZE_TYPES = (int, float, bool, torch.SymInt, torch.SymFloat, torch.SymBool)
+
+
+def _replace_uses(node: torch.fx.Node, value: Any) -> None:
+    for user in list(node.users):
+        user.args = map_arg(user.args, lambda n, node=node, v=value: v if n is node else n)
+        user.kwargs = map_arg(user.kwargs, lambda n, node=node, v=value: v if n is node else n)
+
+
+def specialize_aten_graph(
+    gm: torch.fx.GraphModule, args: Sequence[Any]
+) -> tuple[torch.fx.GraphModule, list[tuple[int, Any]]]:
+    """A static copy of the ATen graph `gm` for the concrete `args`: size inputs and size
+    arithmetic replaced by their values, checks on sizes evaluated (a failing one raises here,
+    as it would have in the symbolic graph) and removed, node metadata recomputed. Returns
+    it with the outputs that are sizes, removed from the graph, as (position, value)."""
+    graph = copy.deepcopy(gm.graph)
+    specialized = torch.fx.GraphModule(gm, graph, class_name=type(gm).__name__)
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(args):
+        raise RuntimeError(
+            f"neuronsim: graph has {len(placeholders)} inputs, called with {len(args)}"
+        )
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    with mode:
+        inputs = [
+            mode.from_tensor(a, static_shapes=True) if isinstance(a, torch.Tensor)
+            else _concrete(a)
+            for a in args
+        ]
+        values = _evaluate(specialized, inputs)
+    output = next(n for n in graph.nodes if n.op == "output")
+    for node in reversed(list(graph.nodes)):
+        if node.op not in ("placeholder", "call_function"):
+            continue
+        value = values.get(node)
+        if isinstance(value, torch.Tensor):
+            continue
+        if node.op == "call_function" and value is not None and not isinstance(
+            value, _SIZE_TYPES
+        ):
+            continue  # a tuple of tensors (getitem reads it) or the like
+        if value is None and node.users:
+            continue
+        _replace_uses(node, _concrete(value))
+        graph.erase_node(node)
+    results = output.args[0]
+    results = list(results) if isinstance(results, (list, tuple)) else [results]
+    size_outputs = [(i, r) for i, r in enumerate(results) if not isinstance(r, torch.fx.Node)]
+    output.args = (tuple(r for r in results if isinstance(r, torch.fx.Node)),)
+    graph = _renumbered_inputs(graph)
+    graph.lint()
+    specialized = torch.fx.GraphModule(gm, graph, class_name=type(gm).__name__)
+    return specialized, size_outputs
+
+
+_NUMBERED_INPUT = re.compile(r"^(arg)(\d+)_1$|^(primals|tangents)_(\d+)$")
+
+
+def _renumbered_inputs(graph: torch.fx.Graph) -> torch.fx.Graph:
+    """A copy of `graph` with AOTAutograd's numbered inputs (arg<i>_1, primals_<i>,
+    tangents_<i>) named as it would have for the static graph, without the size inputs
+    removed: the compile cache keys on the graph, so a shape that was also compiled
+    statically (before its size became symbolic) is found again."""
+    counters = {"arg": 0, "primals": 1, "tangents": 1}
+    renamed = torch.fx.Graph()
+    env: dict[torch.fx.Node, torch.fx.Node] = {}
+    for node in graph.nodes:
+        match = _NUMBERED_INPUT.match(node.name) if node.op == "placeholder" else None
+        if match is None:
+            env[node] = renamed.node_copy(node, env.__getitem__)
+            continue
+        prefix = match.group(1) or match.group(3)
+        number = counters[prefix]
+        counters[prefix] += 1
+        name = f"arg{number}_1" if prefix == "arg" else f"{prefix}_{number}"
+        env[node] = renamed.placeholder(name, type_expr=node.type)
+        env[node].meta = dict(node.meta)
+    return renamed

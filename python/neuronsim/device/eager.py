@@ -33,6 +33,7 @@ from torch.utils import _pytree as pytree
 
 from . import hbm
 from .no_dynamo import outside_dynamo
+from ..tracing import like_a_dynamo_compile
 
 log = logging.getLogger("neuronsim")
 
@@ -350,7 +351,9 @@ def _program_entry(op: torch._ops.OpOverload, args: Any, kwargs: Any) -> _Progra
     try:
         # Traced in a clean dispatch state: the op may come from inside a __torch_dispatch__
         # (DTensor), where the Python key the tracer's tensor subclasses need is excluded.
-        with torch._C._ForceDispatchKeyGuard(*_CLEAN_DISPATCH_KEYS), _no_modes():
+        # And like a Dynamo compile (tracing.py): other threads may run compiled functions.
+        with like_a_dynamo_compile(), torch._C._ForceDispatchKeyGuard(*_CLEAN_DISPATCH_KEYS), \
+                _no_modes():
             gm = make_fx(
                 torch.func.functionalize(functional, remove="mutations_and_views"),
                 tracing_mode="fake",

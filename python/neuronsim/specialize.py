@@ -347,9 +347,9 @@ _NUMBERED_INPUT = re.compile(r"^(arg)(\d+)_1$|^(primals|tangents)_(\d+)$")
 
 def _renumbered_inputs(graph: torch.fx.Graph) -> torch.fx.Graph:
     """A copy of `graph` with AOTAutograd's numbered inputs (arg<i>_1, primals_<i>,
-    tangents_<i>) named as it would have for the static graph, without the size inputs
-    removed: the compile cache keys on the graph, so a shape that was also compiled
-    statically (before its size became symbolic) is found again."""
+    tangents_<i>) renumbered after the size inputs were removed, as AOTAutograd names the
+    inputs of the static graph: the compile cache keys on the graph, so a shape that was also
+    compiled statically (before its size became symbolic) is found again."""
     counters = {"arg": 0, "primals": 1, "tangents": 1}
     renamed = torch.fx.Graph()
     env: dict[torch.fx.Node, torch.fx.Node] = {}

@@ -76,9 +76,9 @@ def _value_key(value: Any) -> Any:
     return type(value).__name__, value
 
 
-class ShapeSpecializer:
-    """What the backend returns for a graph with symbolic sizes: one static compilation per
-    distinct set of concrete sizes, picked at each call."""
+class _PerShape:
+    """One static compilation of a graph with symbolic sizes per distinct set of concrete
+    sizes, made at the first call with them (under tracing.py's lock) and then reused."""
 
     def __init__(
         self,
@@ -98,8 +98,7 @@ class ShapeSpecializer:
         self._tensor_positions = [
             i for i, v in enumerate(example_inputs) if isinstance(v, torch.Tensor)
         ]
-        self._all_tensors = len(self._tensor_positions) == len(example_inputs)
-        self._compiled: dict[tuple[Any, ...], Callable[..., Any]] = {}
+        self._compiled: dict[tuple[Any, ...], Any] = {}
         self._lock = threading.Lock()
 
     @property
@@ -107,27 +106,37 @@ class ShapeSpecializer:
         """The keys (concrete sizes of the varying inputs) compiled so far."""
         return list(self._compiled)
 
-    def __call__(self, *args: Any) -> Any:
+    def _entry(self, args: Sequence[Any]) -> Any:
+        """What `_build` made for the concrete sizes of `args`, built at the first call."""
         key = tuple(_value_key(args[i]) for i in self._key_positions)
-        compiled = self._compiled.get(key)
-        if compiled is None:
-            compiled = self._specialize(key, args)
-        if not self._all_tensors:
+        entry = self._compiled.get(key)
+        if entry is not None:
+            return entry
+        # Fake tensors, tracing and the compiler's FX passes at call time: see tracing.py.
+        with like_a_dynamo_compile(), self._lock:
+            entry = self._compiled.get(key)
+            if entry is None:
+                log.debug("compiling a graph with symbolic sizes for the concrete sizes %s", key)
+                entry = self._compiled[key] = self._build(args)
+            return entry
+
+    def _build(self, args: Sequence[Any]) -> Any:
+        raise NotImplementedError
+
+
+class ShapeSpecializer(_PerShape):
+    """What the backend returns for a Dynamo graph with symbolic sizes that must be
+    specialized before AOTAutograd: called like the graph."""
+
+    def __call__(self, *args: Any) -> Any:
+        compiled = self._entry(args)
+        if len(self._tensor_positions) != len(args):
             args = tuple(args[i] for i in self._tensor_positions)
         return compiled(*args)
 
-    def _specialize(self, key: tuple[Any, ...], args: Sequence[Any]) -> Callable[..., Any]:
-        # This traces (FakeTensorMode, AOTAutograd's make_fx) at call time: see tracing.py.
-        with like_a_dynamo_compile(), self._lock:
-            compiled = self._compiled.get(key)
-            if compiled is not None:
-                return compiled
-            gm = specialize_graph(self._gm, args)
-            tensors = [args[i] for i in self._tensor_positions]
-            log.debug("compiling a graph with symbolic sizes for the concrete sizes %s", key)
-            compiled = self._compile_static(gm, tensors)
-            self._compiled[key] = compiled
-            return compiled
+    def _build(self, args: Sequence[Any]) -> Callable[..., Any]:
+        gm = specialize_graph(self._gm, args)  # then AOTAutograd traces it
+        return self._compile_static(gm, [args[i] for i in self._tensor_positions])
 
 
 def specialize_graph(gm: torch.fx.GraphModule, args: Sequence[Any]) -> torch.fx.GraphModule:
@@ -190,10 +199,11 @@ def _refresh_meta(gm: torch.fx.GraphModule, tensors: Sequence[torch.Tensor]) -> 
                 node.meta.pop(name, None)
 
 
-class AtenShapeSpecializer:
+class AtenShapeSpecializer(_PerShape):
     """What the neuron backend's forward/backward compiler returns for an ATen graph (from
-    AOTAutograd) with symbolic sizes: one static compilation per distinct set of concrete
-    sizes, picked at each call."""
+    AOTAutograd) with symbolic sizes. Its entries: the static program and the graph's outputs
+    that are sizes (AOTAutograd's forward returns the sizes the backward needs), as
+    (position, value)."""
 
     def __init__(
         self,
@@ -201,40 +211,17 @@ class AtenShapeSpecializer:
         example_inputs: Sequence[Any],
         compile_static: CompileStatic,
     ) -> None:
+        super().__init__(gm, example_inputs, compile_static)
         # On the instance: torch._dynamo.disable, which AOTAutograd wraps the backward in,
         # copies the instance's __dict__ onto its wrapper, not class attributes.
         self._boxed_call = True
-        self._gm = gm
-        self._compile_static = compile_static
-        self._key_positions = [
-            i
-            for i, v in enumerate(example_inputs)
-            if not isinstance(v, torch.Tensor) or _symbolic_tensor(v)
-        ]
-        self._tensor_positions = [
-            i for i, v in enumerate(example_inputs) if isinstance(v, torch.Tensor)
-        ]
-        # Per key: the static program and the graph's outputs that are sizes (AOTAutograd's
-        # forward returns the sizes the backward needs), as (position, value).
-        self._compiled: dict[tuple[Any, ...], tuple[Callable[..., Any], list[tuple[int, Any]]]]
-        self._compiled = {}
-        self._lock = threading.Lock()
-
-    @property
-    def shapes(self) -> list[tuple[Any, ...]]:
-        """The keys (concrete sizes of the varying inputs) compiled so far."""
-        return list(self._compiled)
 
     def __call__(self, *call_args: Any) -> Any:
         # Boxed (one list, which the callee clears), as AOTAutograd calls it; unboxed calls
         # also work (graph inputs are never lists).
         boxed = len(call_args) == 1 and isinstance(call_args[0], list)
         args = call_args[0] if boxed else list(call_args)
-        key = tuple(_value_key(args[i]) for i in self._key_positions)
-        entry = self._compiled.get(key)
-        if entry is None:
-            entry = self._specialize(key, args)
-        compiled, size_outputs = entry
+        compiled, size_outputs = self._entry(args)
         tensors = [args[i] for i in self._tensor_positions]
         if boxed:
             args.clear()  # the boxed convention: the callee owns the arguments
@@ -244,18 +231,9 @@ class AtenShapeSpecializer:
             outputs.insert(position, value)
         return outputs
 
-    def _specialize(self, key: tuple[Any, ...], args: Sequence[Any]) -> Any:
-        # Fake tensors and the compiler's FX passes at call time: see tracing.py.
-        with like_a_dynamo_compile(), self._lock:
-            entry = self._compiled.get(key)
-            if entry is not None:
-                return entry
-            gm, size_outputs = specialize_aten_graph(self._gm, args)
-            tensors = [args[i] for i in self._tensor_positions]
-            log.debug("compiling an ATen graph with symbolic sizes for the sizes %s", key)
-            entry = (self._compile_static(gm, tensors), size_outputs)
-            self._compiled[key] = entry
-            return entry
+    def _build(self, args: Sequence[Any]) -> tuple[Callable[..., Any], list[tuple[int, Any]]]:
+        gm, size_outputs = specialize_aten_graph(self._gm, args)  # nothing traced
+        return self._compile_static(gm, [args[i] for i in self._tensor_positions]), size_outputs
 
 
 def _evaluate(gm: torch.fx.GraphModule, inputs: Sequence[Any]) -> dict[torch.fx.Node, Any]:

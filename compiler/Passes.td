@@ -181,11 +181,15 @@ def NeuronAssignDmaQueues : Pass<"neuron-assign-dma-queues", "mlir::func::FuncOp
     In program order, every DMA goes to the next queue round-robin. A transfer of at
     least 16 rows is split by its outer rows into parts of at least 8 rows: outside
     loops parts of at least 32 KiB, inside loops of at least 2 KiB, since an
-    instruction of a loop body runs on the same queue in every iteration. Inside a
+    instruction of a loop body runs on the same queue in every iteration. The sizes are
+    of queue time in bytes at the queue's full rate: a copy of short contiguous runs
+    (a column, a transposed read) costs each run's descriptor time (runtime/HARDWARE.md,
+    DMA efficiency), so a 128-element column is split like 128 x 2438 bytes. Inside a
     loop nest loads and stores get disjoint queues sized by their bytes; a load just
     before a nest takes the nest's store queues, unless it is a software pipeline's
     prologue (`nisa.prefetch`, consumed here), which takes every queue.
   }];
+  let options = [Option<"target", "target", "std::string", "\"trn2\"", "target name">];
 }
 
 def NeuronConstantFills : Pass<"neuron-constant-fills", "mlir::func::FuncOp"> {

@@ -154,7 +154,8 @@ static void buildNIsaStage(OpPassManager &pm, const PipelineOptions &options) {
   pm.addNestedPass<func::FuncOp>(
       createNeuronBalanceEngines(NeuronBalanceEnginesOptions{options.target}));
   pm.addNestedPass<func::FuncOp>(createNeuronConstantFills()); // before DMAs split by rows
-  pm.addNestedPass<func::FuncOp>(createNeuronAssignDmaQueues());
+  pm.addNestedPass<func::FuncOp>(
+      createNeuronAssignDmaQueues(NeuronAssignDmaQueuesOptions{options.target}));
   pm.addNestedPass<func::FuncOp>(
       createNeuronDmaTranspose(NeuronDmaTransposeOptions{options.target}));
   pm.addNestedPass<func::FuncOp>(createNeuronInsertSemaphores());

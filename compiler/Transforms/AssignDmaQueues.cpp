@@ -1,7 +1,10 @@
 // The neuron-assign-dma-queues pass: spreads DMA transfers over the 16 DMA queues (of the
 // physical core each transfer runs on: the core of the queue convert-ntile-to-nisa gave it).
 #include "compiler/Passes.h"
+#include "compiler/Transforms/DmaTranspose.h"
 #include "dialects/NIsa/IR/NIsaOps.h"
+#include "runtime/program/Target.h"
+#include "runtime/simulator/timing/CostModel.h"
 
 #include "llvm/ADT/MapVector.h"
 
@@ -14,9 +17,9 @@ namespace neuron::compiler {
 
 namespace {
 
-/// Outside loops a transfer is split above this many bytes per part (HARDWARE.md: >= 2 KiB
-/// per partition approaches a queue's peak; 32 KiB keeps the fixed cost small), and
-/// successive transfers rotate over the queues.
+/// Outside loops a transfer is split above this many bytes' worth of queue time per part
+/// (HARDWARE.md: >= 2 KiB per partition approaches a queue's peak; 32 KiB keeps the fixed
+/// cost small), and successive transfers rotate over the queues.
 constexpr int64_t kDmaSplitBytes = 32 * 1024;
 /// Inside a loop the same instruction runs on the same queue in every iteration, so
 /// successive iterations cannot overlap on other queues: a transfer is split finer (2 KiB
@@ -49,8 +52,36 @@ struct QueuePool {
   }
 };
 
-int64_t bytesOf(nisa::AccessPatternAttr ap) {
-  return ap.getNumElements() * std::max<int64_t>(1, ap.getElementType().getIntOrFloatBitWidth() / 8);
+int64_t elementBytes(nisa::AccessPatternAttr ap) {
+  return std::max<int64_t>(1, ap.getElementType().getIntOrFloatBitWidth() / 8);
+}
+
+int64_t bytesOf(nisa::AccessPatternAttr ap) { return ap.getNumElements() * elementBytes(ap); }
+
+/// Bytes of one contiguous run of a pattern (on chip: within a partition), as the simulator
+/// times descriptors (runtime/simulator/Checks.cpp contiguousRunBytes).
+int64_t runBytesOf(nisa::AccessPatternAttr ap) {
+  const size_t first = ap.getSpace() == MemSpace::hbm ? 0 : 1;
+  int64_t run = 1;
+  for (size_t i = ap.getRank(); i-- > first;) {
+    if (ap.getSize(i) == 1)
+      continue;
+    if (ap.getStride(i) != run)
+      break;
+    run *= ap.getSize(i);
+  }
+  return run * elementBytes(ap);
+}
+
+/// What a copy costs its queue, in bytes at the queue's full rate: a copy of many short runs
+/// (a column, a transposed read) takes each run's descriptor time (CostModel.h dmaQueueNs),
+/// so it is split and spread like a copy of that many bytes. A load that neuron-dma-transpose
+/// makes a dma_transpose is timed by its bytes.
+double queueBytesOf(const runtime::Target &t, nisa::DmaCopyOp copy) {
+  if (becomesDmaTranspose(copy, t))
+    return double(bytesOf(copy.getSrc()));
+  const int64_t run = std::min(runBytesOf(copy.getSrc()), runBytesOf(copy.getDst()));
+  return runtime::dmaQueueNs(t, bytesOf(copy.getSrc()), run) * t.dmaBytesPerNsPerQueue;
 }
 
 /// Instances of `op` per run: the product of its loops' trip counts.
@@ -91,7 +122,13 @@ int64_t movedBytes(Operation *op) {
 }
 
 struct NeuronAssignDmaQueuesPass : impl::NeuronAssignDmaQueuesBase<NeuronAssignDmaQueuesPass> {
+  using Base::Base;
   void runOnOperation() override {
+    const runtime::Target *t = runtime::findTarget(target);
+    if (!t) {
+      getOperation().emitError("unknown target '") << target << "'";
+      return signalPassFailure();
+    }
     SmallVector<Operation *> dmas;
     getOperation().walk([&](Operation *op) {
       if (isa<nisa::DmaCopyOp, nisa::DmaGatherOp, nisa::DmaScatterOp>(op))
@@ -156,7 +193,8 @@ struct NeuronAssignDmaQueuesPass : impl::NeuronAssignDmaQueuesBase<NeuronAssignD
       nisa::AccessPatternAttr src = copy.getSrc(), dst = copy.getDst();
       int64_t rows = src.getSize(0);
       int64_t parts = std::min<int64_t>(
-          {pool->size, bytesOf(src) / (inLoop ? kLoopDmaSplitBytes : kDmaSplitBytes),
+          {pool->size,
+           int64_t(queueBytesOf(*t, copy)) / (inLoop ? kLoopDmaSplitBytes : kDmaSplitBytes),
            rows / kMinRowsPerPart});
       if (parts < 2 || dst.getSize(0) != rows) {
         op->setAttr("queue", queueAttr(pool));

@@ -1,5 +1,6 @@
 // The neuron-dma-transpose pass: transposing HBM loads become dma_transpose where the target
 // has it (see Passes.td).
+#include "compiler/Transforms/DmaTranspose.h"
 #include "compiler/Passes.h"
 #include "dialects/NIsa/IR/NIsaOps.h"
 #include "runtime/program/Isa.h"
@@ -108,4 +109,10 @@ struct NeuronDmaTransposePass : impl::NeuronDmaTransposeBase<NeuronDmaTransposeP
 };
 
 } // namespace
+
+bool becomesDmaTranspose(nisa::DmaCopyOp copy, const runtime::Target &t) {
+  return runtime::existsOn(runtime::Opcode::DmaTranspose, t.generation) &&
+         !transposePieces(copy).empty();
+}
+
 } // namespace neuron::compiler

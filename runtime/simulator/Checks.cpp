@@ -358,8 +358,12 @@ ApFacts Checker::checkAp(const AccessPattern &ap, int src, bool compute) {
   // Partition dim.
   const int64_t pstride = ap.dims[0][0], parts = ap.dims[0][1];
   f.partitions = parts;
-  if (parts > 1 && pstride < 1)
+  // A DMA may read one partition for many (a partition broadcast: stride 0); engines and
+  // writes go partition by partition.
+  const bool dmaRead = src >= 0 && !compute;
+  if (parts > 1 && (pstride < 0 || (pstride == 0 && !dmaRead)))
     fail("partition stride " + std::to_string(pstride) + " must be positive" +
+         (dmaRead ? std::string(" or 0 (a DMA reading one partition for many)") : "") +
          where());
   const int64_t start = ap.partition;
   const int64_t last = start + (parts - 1) * (parts > 1 ? pstride : 0);

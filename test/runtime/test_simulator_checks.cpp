@@ -195,3 +195,32 @@ TEST_CASE("functional runs need every input and output pointer", "[checks]") {
       simulate(b.prog, trn2(), {x.data()}, {y.data()}),
       Contains("buffer 2 (\"c\") holds 0 bytes of data but declares 8"));
 }
+
+TEST_CASE("a DMA may read one partition for many, engines and writes may not", "[checks]") {
+  // Row 3 of x onto 8 partitions: load x into partitions 0..4, then an SBUF -> SBUF DMA
+  // with a source partition stride of 0 (NKI's partition broadcast_to).
+  Builder b;
+  uint32_t x = b.input("x", DType::F32, {5, 16});
+  uint32_t y = b.output("y", DType::F32, {8, 16});
+  b.dma(kQueueDma0, sbuf(DType::F32, 0, 0, 5, {16}), hbm(x, DType::F32, 0, {{16, 5}, {1, 16}}));
+  AccessPattern row = sbuf(DType::F32, 3, 0, 8, {16});
+  row.dims[0][0] = 0;
+  b.dma(kQueueDma0 + 1, sbuf(DType::F32, 0, 4096, 8, {16}), row);
+  b.dma(kQueueDma0 + 2, hbm(y, DType::F32, 0, {{16, 8}, {1, 16}}),
+        sbuf(DType::F32, 0, 4096, 8, {16}));
+  b.sequential();
+  std::vector<float> in(5 * 16), out(8 * 16, -1.0f);
+  for (size_t i = 0; i < in.size(); ++i)
+    in[i] = float(i);
+  simulate(b.prog, trn2(), {in.data()}, {out.data()});
+  for (int p = 0; p < 8; ++p)
+    for (int f = 0; f < 16; ++f)
+      CHECK(out[size_t(p * 16 + f)] == in[size_t(3 * 16 + f)]);
+  // The same pattern as a DMA destination, or as an engine's source, is rejected.
+  Builder w;
+  w.op(Opcode::Memset, kQueueVector, sbuf(DType::F32, 0, 0, 8, {16}), {});
+  w.dma(kQueueDma0, row, sbuf(DType::F32, 0, 0, 8, {16}));
+  CHECK_THAT(errorOf(w.prog), Contains("partition stride 0 must be positive (operand dst)"));
+  CHECK_THAT(errorOf(copyProgram(sbuf(DType::F32, 0, 64, 8, {16}), row)),
+             Contains("partition stride 0 must be positive (operand srcs[0])"));
+}

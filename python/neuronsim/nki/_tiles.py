@@ -330,23 +330,16 @@ class NTile:
         source = caller_source()
         if self.np == 1 and shape[0] > 1 and not self.blocks:
             # one partition onto many: an SBUF-to-SBUF DMA reading partition p0 shape[0]
-            # times (engines cannot move data across partitions)
-            # (DMA patterns on SBUF take positive partition strides: the row is copied to
-            # partition 0 of the result, then doubled: partitions [0, n) to [n, 2n), ...)
+            # times (engines cannot move data across partitions): a source partition stride
+            # of 0, one descriptor per destination partition
             row = self.broadcast_to((1,) + shape[1:]) if shape[1:] != self.shape[1:] else self
             tmp = new_tile(shape, self.dtype, "sbuf", source)
             t = tracer()
             t.read(row.region_for_check(), source)
-            t.record(ir.DmaOp(source, row.access(), None, tmp[0:1].access()))
-            t.write(TileRegion(tmp.tile, 0, 1, Aff(0), tmp.tile.free), source)
-            n, total, width = 1, shape[0], tmp.tile.free
-            while n < total:
-                k = min(n, total - n)
-                src = ir.TileAccess(tmp.tile, Aff(0), [(width, k), (1, width)])
-                dst = ir.TileAccess(tmp.tile, Aff(n * width), [(width, k), (1, width)])
-                t.record(ir.DmaOp(source, src, None, dst))
-                n += k
-            t.write(TileRegion(tmp.tile, 0, total, Aff(0), width), source)
+            src = row.access()
+            src = ir.TileAccess(src.tile, src.offset, [(0, shape[0])] + src.dims[1:])
+            t.record(ir.DmaOp(source, src, None, tmp.access()))
+            t.write(TileRegion(tmp.tile, 0, shape[0], Aff(0), tmp.tile.free), source)
             t.fresh = None
             return tmp
         if shape[0] != self.np or self.blocks:

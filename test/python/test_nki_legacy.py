@@ -183,3 +183,43 @@ def test_bn_stats_over_512_columns_names_the_line():
     with pytest.raises(neuronsim.NeuronCompileError,
                        match=r"test_nki_legacy.py:\d+ .*bn_stats of 600 elements"):
         too_wide(np.zeros((128, 600), dtype=np.float32))
+
+
+@nki.jit
+def ragged_scale_shift(x, gamma):
+    """A masked load is a tile of the grid's 128 partitions (NKI's semantics): it meets a
+    128-partition broadcast of gamma and is indexed with the full grid; the store's mask
+    leaves the unloaded partitions out."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    ip = nl.arange(128)[:, None]
+    jf = nl.arange(x.shape[1])[None, :]
+    g = nl.load(gamma.reshape((1, x.shape[1]))[nl.arange(1)[:, None], jf])
+    g128 = g.broadcast_to((128, x.shape[1]))
+    rows = x.shape[0]
+    for i in nl.affine_range(math.ceil(rows / 128)):
+        t = nl.load(x[i * 128 + ip, jf], mask=(i * 128 + ip < rows))
+        c = nl.subtract(t[ip, jf], nl.mean(t, axis=1))
+        nl.store(out[i * 128 + ip, jf], value=c * g128 + 1.0, mask=(i * 128 + ip < rows))
+    return out
+
+
+@pytest.mark.parametrize("rows", [300, 128 + 5, 64])
+def test_masked_load_keeps_the_grids_partitions(rows):
+    x = np.random.rand(rows, 96).astype(np.float32)
+    g = np.random.rand(96).astype(np.float32)
+    y = ragged_scale_shift(x, g)
+    ref = (x - x.mean(axis=1, keepdims=True)) * g + 1.0
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_mismatched_partitions_without_a_mask_still_fail():
+    @nki.jit
+    def bad(x):
+        out = nl.ndarray((64, 32), dtype=x.dtype, buffer=nl.shared_hbm)
+        a = nl.load(x[0:64, 0:32])
+        b = nl.load(x[0:128, 0:32])
+        nl.store(out[0:64, 0:32], value=a + b)
+        return out
+
+    with pytest.raises(Exception, match=r"add of tiles \[64, 32\] and \[128, 32\]"):
+        bad(np.zeros((128, 32), np.float32))

@@ -48,12 +48,18 @@ inline bool usesField(Opcode op, Field f) {
   return instructionInfo(op).fields & (1u << unsigned(f));
 }
 
-/// `inst` writes its last source as well as dst: activation's row sums (`accumulate`) and the
-/// reduce results of the instructions whose Isa.def row has F(ReduceRes).
+/// An activation that reduces (`accumulate`) with a source after data, scale and bias: its
+/// reduce result, which receives the Scalar engine's accumulator registers.
+inline bool activationReduceResult(const Instruction &inst) {
+  return inst.opcode == Opcode::Activation && inst.accumulate &&
+         inst.srcs.size() == 2 + size_t(inst.scaleTile) + size_t(inst.biasTile);
+}
+
+/// `inst` writes its last source as well as dst: activation's reduce result and the reduce
+/// results of the instructions whose Isa.def row has F(ReduceRes).
 inline bool writesLastSource(const Instruction &inst) {
   return !inst.srcs.empty() &&
-         ((inst.opcode == Opcode::Activation && inst.accumulate) ||
-          usesField(inst.opcode, Field::ReduceRes));
+         (activationReduceResult(inst) || usesField(inst.opcode, Field::ReduceRes));
 }
 
 /// `inst` reads dst's old values: an accumulating matmul or dma_scatter, and the instructions

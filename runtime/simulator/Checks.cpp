@@ -536,9 +536,25 @@ InstrShape Checker::checkCompute() {
   case Opcode::Select:
     nsrc = 3;
     break;
-  case Opcode::Activation:
-    nsrc = 1 + size_t(inst_.scaleTile) + size_t(inst_.biasTile) + size_t(inst_.accumulate);
+  case Opcode::Activation: {
+    // data, the scale and bias tiles, and with `accumulate` an optional reduce result.
+    nsrc = 1 + size_t(inst_.scaleTile) + size_t(inst_.biasTile);
+    if (activationReduceResult(inst_))
+      ++nsrc;
+    else if (inst_.accumulate && inst_.srcs.size() != nsrc)
+      fail("expects " + std::to_string(nsrc) + " source operand(s) (" +
+           std::to_string(nsrc + 1) + " with a reduce result), got " +
+           std::to_string(inst_.srcs.size()));
+    const ReduceCmd c = inst_.reduceCmd;
+    if (!inst_.accumulate && c != ReduceCmd::ResetReduce && c != ReduceCmd::Idle)
+      fail(std::string("reduce_cmd ") + reduceCmdName(c) +
+           " drives the Scalar engine's accumulator registers, which only an activation that "
+           "reduces (accumulate, reduce_op add) uses");
+    if (c == ReduceCmd::LoadReduce)
+      fail("the Scalar engine's accumulator registers have no load_reduce (nki.isa.activation "
+           "documents idle, reset, reduce and reset_reduce)");
     break;
+  }
   case Opcode::Memset:
   case Opcode::Iota:
   case Opcode::Random:
@@ -566,12 +582,12 @@ InstrShape Checker::checkCompute() {
   for (size_t i = 0; i < nsrc; ++i) {
     ApFacts s = checkAp(inst_.srcs[i], int(i), true);
     note(inst_.srcs[i].space);
-    if (inst_.opcode == Opcode::Activation && inst_.accumulate && i + 1 == nsrc) {
-      // The row sums: one fp32 value per partition of dst.
+    if (activationReduceResult(inst_) && i + 1 == nsrc) {
+      // The reduce result: one fp32 value per partition of dst.
       if (s.partitions != d.partitions || s.freeElems != 1 ||
           inst_.srcs[i].dtype != DType::F32)
-        fail(operandName(int(i)) + " receives the row sums: it must be [" +
-             std::to_string(d.partitions) + ", 1] f32");
+        fail(operandName(int(i)) + " receives the reduce result (the accumulator registers): "
+             "it must be [" + std::to_string(d.partitions) + ", 1] f32");
       continue;
     }
     if (inst_.opcode == Opcode::Activation && i > 0) {

@@ -37,9 +37,13 @@ public:
   /// The Vector engine's accumulator registers on physical core `core`: one fp32 value per
   /// partition, kept across instructions (Instruction::reduceCmd); zero when a run starts.
   float *vectorAccumulators(int core) { return accumulators_[size_t(core)].data(); }
+  /// The Scalar engine's accumulator registers on physical core `core` (activation's
+  /// reduce_cmd): one fp32 value per partition, kept across instructions; zero when a run starts.
+  float *scalarAccumulators(int core) { return scalarAccumulators_[size_t(core)].data(); }
 
 private:
   std::array<std::array<float, 128>, kMaxPhysicalCores> accumulators_{};
+  std::array<std::array<float, 128>, kMaxPhysicalCores> scalarAccumulators_{};
   /// SBUF or PSUM: one host block of partitions x pitch bytes. Blocks are
   /// recycled through a per-thread cache (Memory.cpp) instead of being
   /// allocated and zero-filled per run. What the last run touched is "stale"

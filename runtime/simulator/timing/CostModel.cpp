@@ -168,8 +168,9 @@ double computeCycles(const Target &t, const Instruction &inst,
     c = n; // Vector: max(MIN_II, N)
     break;
   case Opcode::Activation:
-    // HARDWARE.md: activation_reduce costs an activation + MIN_II.
-    c = inst.accumulate ? std::max(n, double(t.minII)) + t.minII : n;
+    // HARDWARE.md: the reduce into the accumulator registers is free; reading them into a
+    // reduce result costs MIN_II more (activation_reduce: an activation + MIN_II).
+    c = activationReduceResult(inst) ? std::max(n, double(t.minII)) + t.minII : n;
     break;
   case Opcode::TensorScalarReduce: // HARDWARE.md: max(MIN_II, N) + MIN_II
   case Opcode::RangeSelect:        // ESTIMATE (Isa.def): tensor_scalar_reduce's

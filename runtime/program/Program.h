@@ -223,6 +223,7 @@ struct Instruction {
                                 // coefficient per free dim of dst. StreamShuffle: the
                                 // 32-entry shuffle mask.
   ReduceCmd reduceCmd = ReduceCmd::ResetReduce; // F(ReduceCmd) rows: the accumulators
+  AluOp reduceOp = AluOp::Add;  // F(ReduceOp) rows (activate2): the registers' reduce
   CollectiveKind collective = CollectiveKind::AllReduce; // Collective: what it computes
   uint16_t group = 0;           // Collective: index into Program::groups.
   uint32_t origin = 0;          // index into Program::origins (the ATen node), for traces.

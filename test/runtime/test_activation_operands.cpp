@@ -126,12 +126,13 @@ TEST_CASE("per-partition operands and row sums are checked", "[activation][check
     in.queue = kQueueVector;
     in.srcs.resize(2);
     in.accumulate = false;
-    CHECK_THAT(errorOf(p), Contains("only an activation has a per-partition bias source"));
+    CHECK_THAT(errorOf(p), Contains("only an activation or activate2 has a per-partition bias source"));
     in.biasTile = false;
     in.srcs.resize(2);
-    CHECK_THAT(errorOf(p), Contains("only activation, tensor_scalar, tensor_scalar_reduce, "
-                                    "select_reduce, dropout, scalar_tensor_tensor and "
-                                    "tensor_tensor_scan have a per-partition scalar source"));
+    CHECK_THAT(errorOf(p), Contains("only activation, activate2, exponential, tensor_scalar, "
+                                    "tensor_scalar_reduce, select_reduce, dropout, "
+                                    "scalar_tensor_tensor and tensor_tensor_scan have a "
+                                    "per-partition scalar source"));
   }
   SECTION("the sources must match the flags") {
     p.instructions[act].biasTile = false;

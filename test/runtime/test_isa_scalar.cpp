@@ -3,11 +3,13 @@
 // order of the fp32 operations is documented), legality per target, cost against the
 // documented formula, serialization.
 #include "runtime/program/Serialize.h"
+#include "runtime/simulator/functional/Kernels.h"
 
 #include "IsaHarness.h"
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 using namespace neuron::runtime;
@@ -185,5 +187,281 @@ TEST_CASE("activation reduce_cmd: legality, cost and serialization",
         CHECK_FALSE(writesLastSource(back.instructions[0]));
       }
     }
+  }
+}
+
+namespace {
+
+/// kernels::activation's `f` of every element of `v` (the simulator's fp32 functions).
+std::vector<float> applied(ActFunc f, std::vector<float> v) {
+  kernels::activation(f, v.data(), v.data(), int64_t(v.size()), 1.0f, 0.0f);
+  return v;
+}
+
+Instruction activate2(AccessPattern dst, std::vector<AccessPattern> srcs, ActFunc f, AluOp op0,
+                      double imm0, AluOp op1, double imm1) {
+  Instruction in = make(Opcode::Activate2, kQueueScalar, std::move(dst), std::move(srcs));
+  in.func = f;
+  in.alu = op0;
+  in.imm[0] = imm0;
+  in.alu2 = op1;
+  in.imm[1] = imm1;
+  in.reduceCmd = ReduceCmd::Idle;
+  return in;
+}
+
+} // namespace
+
+TEST_CASE("activate2: two ALU ops, a function and a register reduce (trn3)",
+          "[isa][activate2]") {
+  constexpr int64_t P = 32, F = 40;
+  const std::vector<float> x = randoms(P * F, 31), y = randoms(P * F, 32), b = randoms(P, 33);
+  Harness h("trn3");
+  AccessPattern xs = h.in(P, F, x), ys = h.in(P, F, y), bs = h.in(P, 1, b);
+  AccessPattern d1 = h.tile(P, F), d2 = h.tile(P, F), d3 = h.tile(P, F), d4 = h.tile(P, F),
+                d5 = h.tile(P, F), rMax = h.tile(P, 1), rAbsMin = h.tile(P, 1),
+                rShared = h.tile(P, 1);
+  // exp(x * 1.5 - b[p]), max-reduce reset_reduce without a result, then reduce with one.
+  Instruction a1 = activate2(d1, {xs, bs}, ActFunc::Exp, AluOp::Mul, 1.5, AluOp::Sub, 0);
+  a1.biasTile = true;
+  a1.accumulate = true;
+  a1.reduceOp = AluOp::Max;
+  a1.reduceCmd = ReduceCmd::ResetReduce;
+  Instruction a2 = a1;
+  a2.dst = d2;
+  a2.srcs = {ys, bs, rMax};
+  a2.reduceCmd = ReduceCmd::Reduce;
+  // tanh(0.25 - y) (reverse0, (sub, bypass)), abs_min from its identity.
+  Instruction a3 = activate2(d3, {ys, rAbsMin}, ActFunc::Tanh, AluOp::Sub, 0.25, AluOp::Bypass, 0);
+  a3.reverse = true;
+  a3.accumulate = true;
+  a3.reduceOp = AluOp::AbsMin;
+  a3.reduceCmd = ReduceCmd::ResetReduce;
+  // (bypass, bypass) identity: a bit-exact copy; registers untouched.
+  Instruction a4 = activate2(d4, {xs}, ActFunc::Identity, AluOp::Bypass, 0, AluOp::Bypass, 0);
+  // The registers are activation's: an activation's row sums, then activate2 adds elements.
+  Instruction act = make(Opcode::Activation, kQueueScalar, d5, {xs});
+  act.accumulate = true;
+  act.reduceCmd = ReduceCmd::ResetReduce;
+  act.imm[0] = 1.0;
+  Instruction a5 = activate2(d4, {ys, rShared}, ActFunc::Identity, AluOp::Mul, 2.0, AluOp::Bypass,
+                             0);
+  a5.accumulate = true;
+  a5.reduceCmd = ReduceCmd::Reduce;
+  for (const Instruction &in : {a1, a2, a3, a4})
+    h.b.add(in);
+  h.b.add(act);
+  h.b.add(a5);
+  auto out = h.read({d1, d2, d3, d4, rMax, rAbsMin, rShared});
+  std::vector<float> v1(x.size()), v2(y.size()), v3(y.size());
+  for (int64_t p = 0; p < P; ++p)
+    for (int64_t f = 0; f < F; ++f) {
+      const size_t k = size_t(p * F + f);
+      v1[k] = x[k] * 1.5f - b[size_t(p)];
+      v2[k] = y[k] * 1.5f - b[size_t(p)];
+      v3[k] = 0.25f - y[k];
+    }
+  v1 = applied(ActFunc::Exp, v1);
+  v2 = applied(ActFunc::Exp, v2);
+  v3 = applied(ActFunc::Tanh, v3);
+  for (int64_t p = 0; p < P; ++p) {
+    float mx = -INFINITY, amin = INFINITY, shared = 0.0f;
+    for (int64_t f = 0; f < F; ++f)
+      shared += x[size_t(p * F + f)];
+    for (int64_t f = 0; f < F; ++f) {
+      const size_t k = size_t(p * F + f);
+      CHECK(bits(out[0][k]) == bits(v1[k]));
+      CHECK(bits(out[1][k]) == bits(v2[k]));
+      CHECK(bits(out[2][k]) == bits(v3[k]));
+      CHECK(bits(out[3][k]) == bits(y[k] * 2.0f)); // a5's dst (a4's overwritten)
+      mx = std::max(mx, std::max(v1[k], v2[k]));
+      amin = std::min(amin, std::fabs(v3[k]));
+      shared += y[k] * 2.0f;
+    }
+    CHECK(bits(out[4][size_t(p)]) == bits(mx));
+    CHECK(bits(out[5][size_t(p)]) == bits(amin));
+    CHECK(bits(out[6][size_t(p)]) == bits(shared));
+  }
+}
+
+TEST_CASE("activate2: bypass copies bit-exactly", "[isa][activate2]") {
+  constexpr int64_t P = 16, F = 24;
+  std::vector<float> x = randoms(P * F, 41);
+  x[0] = -0.0f;
+  x[1] = INFINITY;
+  Harness h("trn3");
+  AccessPattern xs = h.in(P, F, x), d = h.tile(P, F);
+  h.b.add(activate2(d, {xs}, ActFunc::Identity, AluOp::Bypass, 7, AluOp::Bypass, 9));
+  auto out = h.read({d});
+  for (size_t k = 0; k < x.size(); ++k)
+    CHECK(bits(out[0][k]) == bits(x[k]));
+}
+
+TEST_CASE("activate2: legality per target, cost and serialization", "[isa][activate2]") {
+  constexpr int64_t P = 128;
+  const AccessPattern x = sbuf(DType::F32, 0, 0, P, {64}), d = sbuf(DType::F32, 0, 4096, P, {64}),
+                      r = sbuf(DType::F32, 0, 8192, P, {1});
+  Instruction ok = activate2(d, {x, r}, ActFunc::Exp, AluOp::Mul, 2, AluOp::Add, 1);
+  ok.accumulate = true;
+  ok.reduceOp = AluOp::AbsMax;
+  ok.reduceCmd = ReduceCmd::ResetReduce;
+  CHECK(rejection(target("trn3"), ok).empty());
+  CHECK_THAT(rejection(target("trn2"), ok),
+             Contains("(activate2): is not an instruction of trn2 (NC-v3); it exists on trn3"));
+  CHECK_THAT(rejection(target("trn1"), ok),
+             Contains("(activate2): is not an instruction of trn1 (NC-v2); it exists on trn3"));
+  Instruction bad = ok;
+  bad.alu2 = AluOp::Mul;
+  CHECK_THAT(rejection(target("trn3"), bad), Contains("takes the op pairs (mul, add)"));
+  CHECK_THAT(rejection(target("trn3"), bad), Contains("not (mul, mul)"));
+  bad = ok;
+  bad.alu = AluOp::Bypass;
+  bad.alu2 = AluOp::Bypass;
+  bad.reverse = true;
+  CHECK_THAT(rejection(target("trn3"), bad), Contains("reverse (reverse0) needs op0"));
+  bad = ok;
+  bad.reduceOp = AluOp::Mul;
+  CHECK_THAT(rejection(target("trn3"), bad),
+             Contains("cannot reduce with mul (add, max, min, abs_max, abs_min)"));
+  bad = ok;
+  bad.reduceCmd = ReduceCmd::LoadReduce;
+  CHECK_THAT(rejection(target("trn3"), bad), Contains("have no load_reduce"));
+  bad = ok;
+  bad.queue = kQueueVector;
+  CHECK_THAT(rejection(target("trn3"), bad), Contains("it runs on scalar"));
+  Instruction tt = make(Opcode::TensorTensor, kQueueVector, d, {x, x});
+  tt.alu = AluOp::AbsMax;
+  CHECK_THAT(rejection(target("trn3"), tt),
+             Contains("takes no abs_max (bypass, abs_max and abs_min are activate2's)"));
+  // ESTIMATE (HARDWARE.md): activation's max(MIN_II, N), + MIN_II with a reduce result.
+  const Target &t = target("trn3");
+  for (int64_t n : {int64_t(16), int64_t(256), int64_t(1000)}) {
+    Instruction c = ok;
+    c.dst.dims.back() = {1, n};
+    c.srcs[0].dims.back() = {1, n};
+    const double base = std::max(double(n), double(t.minII));
+    CHECK(cyclesOf(t, c) == base + t.minII);
+    c.srcs.pop_back();
+    CHECK(cyclesOf(t, c) == base);
+  }
+  Builder b;
+  b.prog.target = "trn3";
+  b.add(ok);
+  for (const Program &back :
+       {programFromJson(programToJson(b.prog)), programFromCbor(programToCbor(b.prog))}) {
+    const Instruction &in = back.instructions[0];
+    CHECK(in.opcode == Opcode::Activate2);
+    CHECK(in.reduceOp == AluOp::AbsMax);
+    CHECK(in.alu == AluOp::Mul);
+    CHECK(in.alu2 == AluOp::Add);
+    CHECK(in.reduceCmd == ReduceCmd::ResetReduce);
+    CHECK(writesLastSource(in));
+  }
+}
+
+TEST_CASE("exponential: exp(x - max) with a sum through the Vector registers (trn3)",
+          "[isa][exponential]") {
+  constexpr int64_t P = 32, F = 40;
+  const std::vector<float> x = randoms(P * F, 51), m = randoms(P, 52);
+  Harness h("trn3");
+  AccessPattern xs = h.in(P, F, x), ms = h.in(P, 1, m);
+  AccessPattern d1 = h.tile(P, F), d2 = h.tile(P, F), d3 = h.tile(P, F), r1 = h.tile(P, 1),
+                r2 = h.tile(P, 1), r3 = h.tile(P, 1), r4 = h.tile(P, 1), tsd = h.tile(P, F);
+  Instruction e1 = make(Opcode::Exponential, kQueueVector, d1, {xs, ms, r1});
+  e1.scaleTile = true; // max_value per partition
+  e1.reduceCmd = ReduceCmd::ResetReduce;
+  Instruction e2 = make(Opcode::Exponential, kQueueVector, d2, {xs, r2});
+  e2.imm[0] = 0.5; // max_value immediate
+  e2.imm[1] = 2.5; // reduce_init
+  e2.reduceCmd = ReduceCmd::LoadReduce;
+  Instruction e3 = make(Opcode::Exponential, kQueueVector, d3, {xs});
+  e3.imm[0] = 0.5;
+  e3.reduceCmd = ReduceCmd::Idle; // registers unused
+  Instruction e4 = make(Opcode::Exponential, kQueueVector, d3, {xs, r3});
+  e4.imm[0] = 0.5;
+  e4.reduceCmd = ReduceCmd::Reduce; // continues e2's
+  // tensor_scalar_reduce shares the registers: reset_reduce them, exponential continues.
+  Instruction ts = make(Opcode::TensorScalarReduce, kQueueVector, tsd, {xs, r4});
+  ts.alu = AluOp::Mul;
+  ts.imm[0] = 1.0;
+  ts.alu2 = AluOp::Add;
+  Instruction e5 = make(Opcode::Exponential, kQueueVector, d3, {xs, r4});
+  e5.imm[0] = 0.5;
+  e5.reduceCmd = ReduceCmd::Reduce;
+  for (const Instruction &in : {e1, e2, e3, e4, ts, e5})
+    h.b.add(in);
+  auto out = h.read({d1, d2, r1, r2, r3, r4});
+  std::vector<float> t1(x.size()), t2(x.size());
+  for (int64_t p = 0; p < P; ++p)
+    for (int64_t f = 0; f < F; ++f) {
+      const size_t k = size_t(p * F + f);
+      t1[k] = x[k] - m[size_t(p)];
+      t2[k] = x[k] - 0.5f;
+    }
+  t1 = applied(ActFunc::Exp, t1);
+  t2 = applied(ActFunc::Exp, t2);
+  for (int64_t p = 0; p < P; ++p) {
+    float s1 = 0.0f, s2 = 2.5f, s4 = 0.0f;
+    for (int64_t f = 0; f < F; ++f) {
+      const size_t k = size_t(p * F + f);
+      CHECK(bits(out[0][k]) == bits(t1[k]));
+      CHECK(bits(out[1][k]) == bits(t2[k]));
+      s1 += t1[k];
+      s2 += t2[k];
+      s4 += x[k];
+    }
+    CHECK(bits(out[2][size_t(p)]) == bits(s1));
+    CHECK(bits(out[3][size_t(p)]) == bits(s2));
+    float s3 = s2;
+    for (int64_t f = 0; f < F; ++f) {
+      s3 += t2[size_t(p * F + f)];
+      s4 += t2[size_t(p * F + f)];
+    }
+    CHECK(bits(out[4][size_t(p)]) == bits(s3));
+    CHECK(bits(out[5][size_t(p)]) == bits(s4));
+  }
+}
+
+TEST_CASE("exponential: legality per target, cost and serialization", "[isa][exponential]") {
+  constexpr int64_t P = 128;
+  const AccessPattern x = sbuf(DType::F32, 0, 0, P, {64}), d = sbuf(DType::F32, 0, 4096, P, {64}),
+                      r = sbuf(DType::F32, 0, 8192, P, {1});
+  Instruction ok = make(Opcode::Exponential, kQueueVector, d, {x, r});
+  ok.reduceCmd = ReduceCmd::ResetReduce;
+  CHECK(rejection(target("trn3"), ok).empty());
+  for (const char *name : {"trn1", "trn2"})
+    CHECK_THAT(rejection(target(name), ok),
+               Contains(std::string("(exponential): is not an instruction of ") + name));
+  Instruction bad = ok;
+  bad.reduceCmd = ReduceCmd::Reset;
+  CHECK_THAT(rejection(target("trn3"), bad), Contains("reduce_cmd reset is not one of"));
+  bad = ok;
+  bad.imm[1] = 1.0;
+  CHECK_THAT(rejection(target("trn3"), bad),
+             Contains("reduce_init imm[1] is load_reduce's: it must be 0 with reduce_cmd "
+                      "reset_reduce"));
+  bad = ok;
+  bad.reduceCmd = ReduceCmd::Idle;
+  CHECK_THAT(rejection(target("trn3"), bad), Contains("a reduce result needs reduce_cmd"));
+  bad = ok;
+  bad.queue = kQueueScalar;
+  CHECK_THAT(rejection(target("trn3"), bad), Contains("it runs on vector"));
+  const Target &t = target("trn3");
+  for (int64_t n : {int64_t(16), int64_t(256), int64_t(1000)}) {
+    Instruction c = ok;
+    c.dst.dims.back() = {1, n};
+    c.srcs[0].dims.back() = {1, n};
+    const double base = std::max(double(n), double(t.minII));
+    CHECK(cyclesOf(t, c) == base + t.minII);
+    c.srcs.pop_back();
+    CHECK(cyclesOf(t, c) == base);
+  }
+  Builder b;
+  b.prog.target = "trn3";
+  b.add(ok);
+  for (const Program &back :
+       {programFromJson(programToJson(b.prog)), programFromCbor(programToCbor(b.prog))}) {
+    CHECK(back.instructions[0].opcode == Opcode::Exponential);
+    CHECK(writesLastSource(back.instructions[0]));
   }
 }

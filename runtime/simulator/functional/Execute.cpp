@@ -471,7 +471,7 @@ void Executor::elementwiseF32(const Instruction &inst) {
   // An activation that reduces (`accumulate`) sums its rows into the Scalar engine's
   // accumulator registers; its reduce result, if any, is its last source, written.
   const bool rowSums = inst.opcode == Opcode::Activation && inst.accumulate;
-  const bool result = activationReduceResult(inst);
+  const bool result = optionalReduceResult(inst);
   const size_t nsrc = inst.srcs.size() - (result ? 1 : 0);
   const int64_t rowLength = std::max<int64_t>(1, inst.dst.numElements() / inst.dst.dims[0][1]);
   std::vector<float> sums(rowSums ? size_t(inst.dst.dims[0][1]) : 0, 0.0f);

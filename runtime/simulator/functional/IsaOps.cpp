@@ -2,7 +2,9 @@
 // element p * F + f of a [P, F] operand is partition p, free index f.
 #include "runtime/simulator/functional/IsaOps.h"
 
+#include "runtime/program/Isa.h"
 #include "runtime/simulator/functional/ElementOps.h"
+#include "runtime/simulator/functional/Kernels.h"
 #include "runtime/simulator/functional/StridedView.h"
 
 #include <algorithm>
@@ -192,6 +194,111 @@ void selectReduce(Memory &mem, const Instruction &inst) {
     }
   store(mem, inst.dst, x);
   store(mem, inst.srcs.back(), red);
+}
+
+/// The first value of a reduction into accumulator registers by `op` (add 0, max -inf, min
+/// +inf, abs_max 0, abs_min +inf).
+float registerIdentity(AluOp op) {
+  switch (op) {
+  case AluOp::AbsMax:
+    return 0.0f;
+  case AluOp::AbsMin:
+    return std::numeric_limits<float>::infinity();
+  default:
+    return reduceIdentity(op);
+  }
+}
+
+/// acc <op> v for a register reduce: add, max, min (NaN-propagating), abs_max, abs_min (of the
+/// magnitudes).
+float registerReduce(AluOp op, float acc, float v) {
+  switch (op) {
+  case AluOp::AbsMax:
+    return alu(AluOp::Max, std::fabs(acc), std::fabs(v));
+  case AluOp::AbsMin:
+    return alu(AluOp::Min, std::fabs(acc), std::fabs(v));
+  default:
+    return alu(op, acc, v);
+  }
+}
+
+/// The per-partition values of an immediate operand: imm, or the tile srcs[k] (advancing k).
+std::vector<float> immOrTile(Memory &mem, const Instruction &inst, bool tile, double imm,
+                             size_t &k, int64_t parts) {
+  if (tile)
+    return perPartition(mem, inst.srcs[k++], parts);
+  return std::vector<float>(size_t(parts), float(imm));
+}
+
+/// activate2 (trn3, Scalar): v = (x op0 imm0) op1 imm1 (either op may be bypass), dst =
+/// func(v); with `accumulate` the fp32 results reduce element by element into the Scalar
+/// engine's registers by reduceOp and reduceCmd; the optional reduce result reads them.
+void activate2(Memory &mem, const Instruction &inst) {
+  std::vector<float> x = load<float>(mem, inst.srcs[0]);
+  const int64_t parts = partitionsOf(inst.dst), n = int64_t(x.size()) / parts;
+  size_t k = 1;
+  const std::vector<float> s0 = immOrTile(mem, inst, inst.scaleTile, inst.imm[0], k, parts);
+  const std::vector<float> s1 = immOrTile(mem, inst, inst.biasTile, inst.imm[1], k, parts);
+  for (int64_t p = 0; p < parts; ++p)
+    for (int64_t i = 0; i < n; ++i) {
+      float &v = x[size_t(p * n + i)];
+      if (inst.alu != AluOp::Bypass)
+        v = alu(inst.alu, v, s0[size_t(p)], inst.reverse);
+      if (inst.alu2 != AluOp::Bypass)
+        v = alu(inst.alu2, v, s1[size_t(p)], inst.reverse2);
+    }
+  kernels::activation(inst.func, x.data(), x.data(), int64_t(x.size()), 1.0f, 0.0f);
+  if (inst.accumulate) {
+    float *regs = mem.scalarAccumulators(coreOfQueue(inst.queue));
+    const int64_t step = parts > 1 ? inst.dst.dims[0][0] : 1;
+    const ReduceCmd cmd = inst.reduceCmd;
+    std::vector<float> red(static_cast<size_t>(parts));
+    for (int64_t p = 0; p < parts; ++p) {
+      float &r = regs[size_t(int64_t(inst.dst.partition) + p * step)];
+      if (cmd == ReduceCmd::Reset || cmd == ReduceCmd::ResetReduce)
+        r = registerIdentity(inst.reduceOp);
+      if (cmd == ReduceCmd::Reduce || cmd == ReduceCmd::ResetReduce)
+        for (int64_t i = 0; i < n; ++i)
+          r = registerReduce(inst.reduceOp, r, x[size_t(p * n + i)]);
+      red[size_t(p)] = r;
+    }
+    if (optionalReduceResult(inst))
+      store(mem, inst.srcs.back(), red);
+  }
+  store(mem, inst.dst, x);
+}
+
+/// exponential (trn3, Vector): dst = exp(x - m), m = imm[0] or the per-partition tile srcs[1];
+/// unless reduceCmd is idle, the fp32 results add into the Vector engine's registers (reset to 0
+/// by reset_reduce, loaded with imm[1] by load_reduce, kept by reduce); the optional reduce
+/// result reads them.
+void exponential(Memory &mem, const Instruction &inst) {
+  std::vector<float> x = load<float>(mem, inst.srcs[0]);
+  const int64_t parts = partitionsOf(inst.dst), n = int64_t(x.size()) / parts;
+  size_t k = 1;
+  const std::vector<float> m = immOrTile(mem, inst, inst.scaleTile, inst.imm[0], k, parts);
+  for (int64_t p = 0; p < parts; ++p)
+    for (int64_t i = 0; i < n; ++i)
+      x[size_t(p * n + i)] -= m[size_t(p)];
+  kernels::activation(ActFunc::Exp, x.data(), x.data(), int64_t(x.size()), 1.0f, 0.0f);
+  if (inst.reduceCmd != ReduceCmd::Idle) {
+    float *regs = mem.vectorAccumulators(coreOfQueue(inst.queue));
+    const int64_t step = parts > 1 ? inst.dst.dims[0][0] : 1;
+    std::vector<float> red(static_cast<size_t>(parts));
+    for (int64_t p = 0; p < parts; ++p) {
+      float &r = regs[size_t(int64_t(inst.dst.partition) + p * step)];
+      if (inst.reduceCmd == ReduceCmd::ResetReduce)
+        r = 0.0f;
+      else if (inst.reduceCmd == ReduceCmd::LoadReduce)
+        r = float(inst.imm[1]);
+      for (int64_t i = 0; i < n; ++i)
+        r += x[size_t(p * n + i)];
+      red[size_t(p)] = r;
+    }
+    if (optionalReduceResult(inst))
+      store(mem, inst.srcs.back(), red);
+  }
+  store(mem, inst.dst, x);
 }
 
 void scalarTensorTensor(Memory &mem, const Instruction &inst) {
@@ -500,6 +607,12 @@ bool runIsaOp(Memory &mem, size_t index, const Instruction &inst, const InstrSha
     return true;
   case Opcode::NonzeroWithCount:
     nonzeroWithCount(mem, inst);
+    return true;
+  case Opcode::Activate2:
+    activate2(mem, inst);
+    return true;
+  case Opcode::Exponential:
+    exponential(mem, inst);
     return true;
   case Opcode::NGather:
     if (isIntegerDType(inst.dst.dtype))

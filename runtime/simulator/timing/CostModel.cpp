@@ -170,7 +170,11 @@ double computeCycles(const Target &t, const Instruction &inst,
   case Opcode::Activation:
     // HARDWARE.md: the reduce into the accumulator registers is free; reading them into a
     // reduce result costs MIN_II more (activation_reduce: an activation + MIN_II).
-    c = activationReduceResult(inst) ? std::max(n, double(t.minII)) + t.minII : n;
+    c = optionalReduceResult(inst) ? std::max(n, double(t.minII)) + t.minII : n;
+    break;
+  case Opcode::Activate2:   // ESTIMATE (Isa.def): activation's
+  case Opcode::Exponential: // ESTIMATE (Isa.def): tensor_scalar_reduce's
+    c = optionalReduceResult(inst) ? std::max(n, double(t.minII)) + t.minII : n;
     break;
   case Opcode::TensorScalarReduce: // HARDWARE.md: max(MIN_II, N) + MIN_II
   case Opcode::RangeSelect:        // ESTIMATE (Isa.def): tensor_scalar_reduce's

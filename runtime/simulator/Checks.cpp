@@ -679,6 +679,13 @@ InstrShape Checker::checkIsaCompute() {
   case Opcode::SelectReduce:
     nsrc = 3 + size_t(inst_.scaleTile);
     break;
+  case Opcode::Rng:
+  case Opcode::Rand2:
+  case Opcode::RandSetState:
+  case Opcode::RandGetState:
+  case Opcode::SetRngSeed:
+    nsrc = 0;
+    break;
   case Opcode::Activate2:
     nsrc = 1 + size_t(inst_.scaleTile) + size_t(inst_.biasTile) +
            size_t(optionalReduceResult(inst_));
@@ -717,7 +724,7 @@ InstrShape Checker::checkIsaCompute() {
   for (const auto &a : inst_.srcs)
     note(a.space);
   sh.partitions = d.partitions;
-  sh.freeElems = s[0].freeElems;
+  sh.freeElems = nsrc > 0 ? s[0].freeElems : d.freeElems;
   // A per-partition scalar: dst's shape read with stride 0 along the free dims (one value per
   // partition), as activation's scale and bias tiles.
   auto perPartitionScalar = [&](size_t i) {
@@ -955,6 +962,45 @@ InstrShape Checker::checkIsaCompute() {
     }
     break;
   }
+  case Opcode::Rng: {
+    const DType t = inst_.dst.dtype;
+    if (t != DType::I32 && t != DType::I8 && t != DType::U8)
+      fail(std::string("writes random bits into an integer dst (i32, i8, u8), not ") +
+           dtypeName(t));
+    if (engineOfQueue(inst_.queue) == Engine::GpSimd && tgt_.generation == Generation::Trn1)
+      fail("the GpSimd engine draws random numbers from NC-v3 on (trn2, trn3); on trn1 (NC-v2) rng "
+           "runs on the Vector engine");
+    if (engineOfQueue(inst_.queue) == Engine::GpSimd)
+      expectSpace(inst_.dst, -1, MemSpace::Sbuf);
+    break;
+  }
+  case Opcode::Rand2:
+    if (!(inst_.imm[0] < inst_.imm[1]))
+      fail("min imm[0] must be below max imm[1]");
+    break;
+  case Opcode::RandSetState:
+  case Opcode::RandGetState: {
+    const Engine e = engineOfQueue(inst_.queue);
+    if (e == Engine::Vector && tgt_.generation != Generation::Trn3)
+      fail(std::string("the Vector engine's generator state moves from NC-v4 on (trn3); on ") +
+           tgt_.name + " " + opcodeName(inst_.opcode) + " runs on the GpSimd engine");
+    if (inst_.dst.dtype != DType::I32)
+      fail(std::string("moves the generators' uint32 words as i32, not ") +
+           dtypeName(inst_.dst.dtype));
+    if (op == Opcode::RandSetState || e == Engine::GpSimd)
+      expectSpace(inst_.dst, -1, MemSpace::Sbuf);
+    const int64_t words = e == Engine::GpSimd ? 6 : 24;
+    if (d.freeElems != words)
+      fail("a " + std::string(engineName(e)) + " lane's XORWOW state is " +
+           std::to_string(words) + " words, but dst has " + std::to_string(d.freeElems) +
+           " per partition");
+    break;
+  }
+  case Opcode::SetRngSeed:
+    if (inst_.dst.dtype != DType::I32)
+      fail(std::string("reads a 32-bit seed as i32, not ") + dtypeName(inst_.dst.dtype));
+    expectTile(d, -1, 1, 1);
+    break;
   case Opcode::Exponential: {
     expectFloats();
     expectSameShape(d, s[0], 0);
@@ -1117,6 +1163,11 @@ InstrShape Checker::checkOperands() {
   case Opcode::NonzeroWithCount:
   case Opcode::Activate2:
   case Opcode::Exponential:
+  case Opcode::Rng:
+  case Opcode::Rand2:
+  case Opcode::RandSetState:
+  case Opcode::RandGetState:
+  case Opcode::SetRngSeed:
     return checkIsaCompute();
   default:
     return checkCompute();

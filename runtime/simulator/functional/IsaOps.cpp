@@ -5,6 +5,7 @@
 #include "runtime/program/Isa.h"
 #include "runtime/simulator/functional/ElementOps.h"
 #include "runtime/simulator/functional/Kernels.h"
+#include "runtime/simulator/functional/Random.h"
 #include "runtime/simulator/functional/StridedView.h"
 
 #include <algorithm>
@@ -299,6 +300,85 @@ void exponential(Memory &mem, const Instruction &inst) {
       store(mem, inst.srcs.back(), red);
   }
   store(mem, inst.dst, x);
+}
+
+/// The generator words of one partition lane: 24 on the Vector engine (4 XORWOW generators), 6
+/// on GpSimd (one).
+int64_t rngWords(Engine e) { return e == Engine::GpSimd ? 6 : 24; }
+
+/// Partition p's (of dst) generator state on the engine that runs `inst`.
+uint32_t *rngLane(Memory &mem, const Instruction &inst, int64_t p) {
+  const int64_t step = partitionsOf(inst.dst) > 1 ? inst.dst.dims[0][0] : 1;
+  return mem.rngState(coreOfQueue(inst.queue), engineOfQueue(inst.queue),
+                      int64_t(inst.dst.partition) + p * step);
+}
+
+/// The next 32 random bits of element f of a row: the Vector engine's element f draws from its
+/// lane's generator f % 4, GpSimd's from its lane's one.
+uint32_t nextBits(uint32_t *lane, Engine e, int64_t f) {
+  return xorwowNext(e == Engine::GpSimd ? lane : lane + 6 * (f % 4));
+}
+
+/// rng: 32 random bits per element, truncated to dst's integer type (its low bits).
+void rng(Memory &mem, const Instruction &inst) {
+  const Engine e = engineOfQueue(inst.queue);
+  const int64_t parts = partitionsOf(inst.dst), n = inst.dst.numElements() / parts;
+  std::vector<int64_t> out(size_t(parts * n));
+  for (int64_t p = 0; p < parts; ++p) {
+    uint32_t *lane = rngLane(mem, inst, p);
+    for (int64_t f = 0; f < n; ++f) {
+      const uint32_t u = nextBits(lane, e, f);
+      int64_t v = int32_t(u);
+      if (inst.dst.dtype == DType::U8)
+        v = int64_t(u & 0xffu);
+      else if (inst.dst.dtype == DType::I8)
+        v = int8_t(uint8_t(u & 0xffu));
+      out[size_t(p * n + f)] = v;
+    }
+  }
+  store(mem, inst.dst, out);
+}
+
+/// rand2: uniform in [imm[0], imm[1]): lo + u * (hi - lo) in fp32, u the top 24 of 32 random bits
+/// times 2^-24.
+void rand2(Memory &mem, const Instruction &inst) {
+  const int64_t parts = partitionsOf(inst.dst), n = inst.dst.numElements() / parts;
+  const float lo = float(inst.imm[0]), width = float(inst.imm[1]) - lo;
+  std::vector<float> out(size_t(parts * n));
+  for (int64_t p = 0; p < parts; ++p) {
+    uint32_t *lane = rngLane(mem, inst, p);
+    for (int64_t f = 0; f < n; ++f) {
+      const float u = float(nextBits(lane, Engine::Vector, f) >> 8) * 0x1p-24f;
+      out[size_t(p * n + f)] = lo + u * width;
+    }
+  }
+  store(mem, inst.dst, out);
+}
+
+/// rand_set_state (`set`) / rand_get_state: each partition lane's generator words from / to
+/// dst's row (i32 holding the uint32 words).
+void randState(Memory &mem, const Instruction &inst, bool set) {
+  const int64_t parts = partitionsOf(inst.dst), words = rngWords(engineOfQueue(inst.queue));
+  std::vector<int64_t> row = set ? load<int64_t>(mem, inst.dst)
+                                 : std::vector<int64_t>(size_t(parts * words));
+  for (int64_t p = 0; p < parts; ++p) {
+    uint32_t *lane = rngLane(mem, inst, p);
+    for (int64_t w = 0; w < words; ++w) {
+      int64_t &v = row[size_t(p * words + w)];
+      if (set)
+        lane[w] = uint32_t(v);
+      else
+        v = int32_t(lane[w]);
+    }
+  }
+  if (!set)
+    store(mem, inst.dst, row);
+}
+
+/// set_rng_seed: every Vector-engine generator of the core from the 32-bit seed in dst [1, 1].
+void setRngSeed(Memory &mem, const Instruction &inst) {
+  const uint32_t seed = uint32_t(load<int64_t>(mem, inst.dst)[0]);
+  mem.seedVectorRng(coreOfQueue(inst.queue), seed);
 }
 
 void scalarTensorTensor(Memory &mem, const Instruction &inst) {
@@ -613,6 +693,19 @@ bool runIsaOp(Memory &mem, size_t index, const Instruction &inst, const InstrSha
     return true;
   case Opcode::Exponential:
     exponential(mem, inst);
+    return true;
+  case Opcode::Rng:
+    rng(mem, inst);
+    return true;
+  case Opcode::Rand2:
+    rand2(mem, inst);
+    return true;
+  case Opcode::RandSetState:
+  case Opcode::RandGetState:
+    randState(mem, inst, inst.opcode == Opcode::RandSetState);
+    return true;
+  case Opcode::SetRngSeed:
+    setRngSeed(mem, inst);
     return true;
   case Opcode::NGather:
     if (isIntegerDType(inst.dst.dtype))

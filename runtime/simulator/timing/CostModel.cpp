@@ -241,6 +241,15 @@ double computeCycles(const Target &t, const Instruction &inst,
   case Opcode::Select:
     c = 2 * n;
     break;
+  case Opcode::Rng:          // ESTIMATE (Isa.def): one element a cycle; GpSimd's start
+  case Opcode::RandSetState: // ESTIMATE (Isa.def): the state words, as rng
+  case Opcode::RandGetState:
+    c = e == Engine::GpSimd ? t.iotaFixedCycles + n : n;
+    break;
+  case Opcode::Rand2:      // ESTIMATE (Isa.def): one element a cycle
+  case Opcode::SetRngSeed: // ESTIMATE (Isa.def): MIN_II (the floor below)
+    c = n;
+    break;
   case Opcode::NGather: // ESTIMATE (Isa.def): a GpSimd start per 512-element group + M
     c = t.iotaFixedCycles * std::ceil(n / 512) + n;
     break;

@@ -180,7 +180,7 @@ TEST_CASE("set_rng_seed: the same seed, the same Vector numbers, whatever the ru
   CHECK(r.read({d})[0] == run(5, 42));
 }
 
-TEST_CASE("rand2: uniform in [min, max) on trn3, its mean and variance", "[isa][rand2]") {
+TEST_CASE("rand2: uniform between min and max on trn3, its mean and variance", "[isa][rand2]") {
   constexpr int64_t P = 128, F = 512;
   Harness h("trn3");
   h.options.seed = 3;

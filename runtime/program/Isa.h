@@ -21,7 +21,7 @@ const char *generationName(Generation g);
 /// in earlier iterations key them, as a Random instruction's).
 enum class Field : uint8_t {
   Func, Alu, Alu2, Imm, Accumulate, Reverse, Axes, Collective, Affine, ReduceRes, ReadsDst,
-  ReduceCmd, Rng
+  ReduceCmd, Rng, ReduceOp
 };
 
 /// One row of Isa.def.
@@ -48,12 +48,28 @@ inline bool usesField(Opcode op, Field f) {
   return instructionInfo(op).fields & (1u << unsigned(f));
 }
 
-/// `inst` writes its last source as well as dst: activation's row sums (`accumulate`) and the
-/// reduce results of the instructions whose Isa.def row has F(ReduceRes).
+/// The instructions whose reduce result is optional, a last source after their others, which
+/// receives the accumulator registers: an activation or activate2 that reduces (`accumulate`)
+/// with a source after data, scale and bias; an exponential with one after data and its max
+/// tile.
+inline bool optionalReduceResult(const Instruction &inst) {
+  switch (inst.opcode) {
+  case Opcode::Activation:
+  case Opcode::Activate2:
+    return inst.accumulate &&
+           inst.srcs.size() == 2 + size_t(inst.scaleTile) + size_t(inst.biasTile);
+  case Opcode::Exponential:
+    return inst.srcs.size() == 2 + size_t(inst.scaleTile);
+  default:
+    return false;
+  }
+}
+
+/// `inst` writes its last source as well as dst: an optional reduce result (activation,
+/// activate2, exponential) and the reduce results of the rows with F(ReduceRes).
 inline bool writesLastSource(const Instruction &inst) {
   return !inst.srcs.empty() &&
-         ((inst.opcode == Opcode::Activation && inst.accumulate) ||
-          usesField(inst.opcode, Field::ReduceRes));
+         (optionalReduceResult(inst) || usesField(inst.opcode, Field::ReduceRes));
 }
 
 /// `inst` reads dst's old values: an accumulating matmul or dma_scatter, and the instructions

@@ -132,7 +132,8 @@ enum class CollectiveKind : uint8_t { AllReduce, AllGather, ReduceScatter, AllTo
 int64_t collectiveDstElements(CollectiveKind kind, int64_t srcElements, int64_t ranks);
 
 /// What an instruction does with its engine's accumulator registers (nki.isa.reduce_cmd): one
-/// fp32 register per partition on the Vector engine, kept across instructions.
+/// fp32 register per partition on the Vector engine and another set on the Scalar engine, kept
+/// across instructions.
 ///  Idle:        not used          Reset:       reset to the reduce op's identity
 ///  Reduce:      keep accumulating over their current values
 ///  ResetReduce: reset, then accumulate this instruction's results
@@ -203,7 +204,9 @@ struct Instruction {
   AluOp alu = AluOp::Add;
   double imm[2] = {0.0, 0.0};
   bool accumulate = false;      // Matmul: add into dst instead of overwriting.
-                                // Activation: srcs.back() receives the row sums.
+                                // Activation: reduces its rows into the Scalar engine's
+                                // accumulator registers (reduceCmd); a last source after
+                                // scale and bias receives them.
   bool reverse = false;         // TensorScalar, ScalarTensorTensor: scalar is the left operand.
                                 // CopyPredicated: copy where the predicate is zero.
   AluOp alu2 = AluOp::Add;      // the second op: TensorScalar (twoOps), ScalarTensorTensor,
@@ -219,7 +222,8 @@ struct Instruction {
   std::vector<int64_t> affine;  // AffineSelect: offset, partition coefficient, one
                                 // coefficient per free dim of dst. StreamShuffle: the
                                 // 32-entry shuffle mask.
-  ReduceCmd reduceCmd = ReduceCmd::ResetReduce; // TensorScalarCumulative: the accumulators
+  ReduceCmd reduceCmd = ReduceCmd::ResetReduce; // F(ReduceCmd) rows: the accumulators
+  AluOp reduceOp = AluOp::Add;  // F(ReduceOp) rows (activate2): the registers' reduce
   CollectiveKind collective = CollectiveKind::AllReduce; // Collective: what it computes
   uint16_t group = 0;           // Collective: index into Program::groups.
   uint32_t origin = 0;          // index into Program::origins (the ATen node), for traces.

@@ -229,6 +229,8 @@ json instructionToJson(const Instruction &in) {
     j["affine"] = in.affine;
   if (uses(Field::ReduceCmd) || in.reduceCmd != ReduceCmd::ResetReduce)
     j["reduce_cmd"] = reduceCmdName(in.reduceCmd);
+  if (uses(Field::ReduceOp) || in.reduceOp != AluOp::Add)
+    j["reduce_op"] = aluOpName(in.reduceOp);
   if (uses(Field::Collective) || in.collective != CollectiveKind::AllReduce)
     j["collective"] = collectiveKindName(in.collective);
   if (uses(Field::Collective) || in.group != 0)

@@ -273,6 +273,8 @@ Instruction readInstruction(const json &j, const Path &p, int depth) {
   }
   if (const json *c = optional(j, "reduce_cmd"))
     in.reduceCmd = enumValue<ReduceCmd>(*c, p / "reduce_cmd", parseReduceCmd, "reduce_cmd");
+  if (const json *r = optional(j, "reduce_op"))
+    in.reduceOp = enumValue<AluOp>(*r, p / "reduce_op", parseAluOp, "alu op");
   if (const json *c = optional(j, "collective"))
     in.collective = enumValue<CollectiveKind>(*c, p / "collective", parseCollectiveKind,
                                               "collective kind");

@@ -186,14 +186,22 @@ void Checker::checkQueue() {
   if (!ok)
     fail(std::string("cannot run on the ") + engineName(e) + " engine (queue " +
          std::to_string(inst_.queue) + "); it runs on " + engineList(inst_.opcode));
-  if (inst_.biasTile && inst_.opcode != Opcode::Activation)
-    fail("only an activation has a per-partition bias source");
-  if (inst_.scaleTile && inst_.opcode != Opcode::Activation &&
+  if (inst_.biasTile && inst_.opcode != Opcode::Activation && inst_.opcode != Opcode::Activate2)
+    fail("only an activation or activate2 has a per-partition bias source");
+  auto activate2Op = [](AluOp a) {
+    return a == AluOp::Bypass || a == AluOp::AbsMax || a == AluOp::AbsMin;
+  };
+  if (inst_.opcode != Opcode::Activate2 && (activate2Op(inst_.alu) || activate2Op(inst_.alu2)))
+    fail(std::string("takes no ") + aluOpName(activate2Op(inst_.alu) ? inst_.alu : inst_.alu2) +
+         " (bypass, abs_max and abs_min are activate2's)");
+  if (inst_.scaleTile && inst_.opcode != Opcode::Activation && inst_.opcode != Opcode::Activate2 &&
+      inst_.opcode != Opcode::Exponential &&
       inst_.opcode != Opcode::TensorScalar && inst_.opcode != Opcode::ScalarTensorTensor &&
       inst_.opcode != Opcode::TensorTensorScan && inst_.opcode != Opcode::TensorScalarReduce &&
       inst_.opcode != Opcode::SelectReduce && inst_.opcode != Opcode::Dropout)
-    fail("only activation, tensor_scalar, tensor_scalar_reduce, select_reduce, dropout, "
-         "scalar_tensor_tensor and tensor_tensor_scan have a per-partition scalar source");
+    fail("only activation, activate2, exponential, tensor_scalar, tensor_scalar_reduce, "
+         "select_reduce, dropout, scalar_tensor_tensor and tensor_tensor_scan have a "
+         "per-partition scalar source");
   if (inst_.twoOps && inst_.opcode != Opcode::TensorScalar)
     fail("only a tensor_scalar has two ops");
   if (inst_.opcode == Opcode::Activation && inst_.accumulate) {
@@ -540,9 +548,25 @@ InstrShape Checker::checkCompute() {
   case Opcode::Select:
     nsrc = 3;
     break;
-  case Opcode::Activation:
-    nsrc = 1 + size_t(inst_.scaleTile) + size_t(inst_.biasTile) + size_t(inst_.accumulate);
+  case Opcode::Activation: {
+    // data, the scale and bias tiles, and with `accumulate` an optional reduce result.
+    nsrc = 1 + size_t(inst_.scaleTile) + size_t(inst_.biasTile);
+    if (optionalReduceResult(inst_))
+      ++nsrc;
+    else if (inst_.accumulate && inst_.srcs.size() != nsrc)
+      fail("expects " + std::to_string(nsrc) + " source operand(s) (" +
+           std::to_string(nsrc + 1) + " with a reduce result), got " +
+           std::to_string(inst_.srcs.size()));
+    const ReduceCmd c = inst_.reduceCmd;
+    if (!inst_.accumulate && c != ReduceCmd::ResetReduce && c != ReduceCmd::Idle)
+      fail(std::string("reduce_cmd ") + reduceCmdName(c) +
+           " drives the Scalar engine's accumulator registers, which only an activation that "
+           "reduces (accumulate, reduce_op add) uses");
+    if (c == ReduceCmd::LoadReduce)
+      fail("the Scalar engine's accumulator registers have no load_reduce (nki.isa.activation "
+           "documents idle, reset, reduce and reset_reduce)");
     break;
+  }
   case Opcode::Memset:
   case Opcode::Iota:
   case Opcode::Random:
@@ -570,12 +594,12 @@ InstrShape Checker::checkCompute() {
   for (size_t i = 0; i < nsrc; ++i) {
     ApFacts s = checkAp(inst_.srcs[i], int(i), true);
     note(inst_.srcs[i].space);
-    if (inst_.opcode == Opcode::Activation && inst_.accumulate && i + 1 == nsrc) {
-      // The row sums: one fp32 value per partition of dst.
+    if (optionalReduceResult(inst_) && i + 1 == nsrc) {
+      // The reduce result: one fp32 value per partition of dst.
       if (s.partitions != d.partitions || s.freeElems != 1 ||
           inst_.srcs[i].dtype != DType::F32)
-        fail(operandName(int(i)) + " receives the row sums: it must be [" +
-             std::to_string(d.partitions) + ", 1] f32");
+        fail(operandName(int(i)) + " receives the reduce result (the accumulator registers): "
+             "it must be [" + std::to_string(d.partitions) + ", 1] f32");
       continue;
     }
     if (inst_.opcode == Opcode::Activation && i > 0) {
@@ -659,6 +683,20 @@ InstrShape Checker::checkIsaCompute() {
   case Opcode::SelectReduce:
     nsrc = 3 + size_t(inst_.scaleTile);
     break;
+  case Opcode::Rng:
+  case Opcode::Rand2:
+  case Opcode::RandSetState:
+  case Opcode::RandGetState:
+  case Opcode::SetRngSeed:
+    nsrc = 0;
+    break;
+  case Opcode::Activate2:
+    nsrc = 1 + size_t(inst_.scaleTile) + size_t(inst_.biasTile) +
+           size_t(optionalReduceResult(inst_));
+    break;
+  case Opcode::Exponential:
+    nsrc = 1 + size_t(inst_.scaleTile) + size_t(optionalReduceResult(inst_));
+    break;
   case Opcode::FindIndex8:
   case Opcode::MatchReplace8:
   case Opcode::CopyPredicated:
@@ -690,7 +728,7 @@ InstrShape Checker::checkIsaCompute() {
   for (const auto &a : inst_.srcs)
     note(a.space);
   sh.partitions = d.partitions;
-  sh.freeElems = s[0].freeElems;
+  sh.freeElems = nsrc > 0 ? s[0].freeElems : d.freeElems;
   // A per-partition scalar: dst's shape read with stride 0 along the free dims (one value per
   // partition), as activation's scale and bias tiles.
   auto perPartitionScalar = [&](size_t i) {
@@ -888,6 +926,105 @@ InstrShape Checker::checkIsaCompute() {
              " is neither a partition of the quadrant (0-31) nor 255 (keep dst)");
     break;
   }
+  case Opcode::Activate2: {
+    expectFloats();
+    expectSameShape(d, s[0], 0);
+    size_t k = 1;
+    if (inst_.scaleTile)
+      expectTile(s[k], int(k), d.partitions, 1), ++k;
+    if (inst_.biasTile)
+      expectTile(s[k], int(k), d.partitions, 1), ++k;
+    const AluOp a = inst_.alu, b = inst_.alu2;
+    const bool pair = (a == AluOp::Mul && (b == AluOp::Add || b == AluOp::Sub || b == AluOp::Bypass)) ||
+                      ((a == AluOp::Add || a == AluOp::Sub) && b == AluOp::Bypass) ||
+                      (a == AluOp::Bypass && b == AluOp::Bypass);
+    if (!pair)
+      fail(std::string("takes the op pairs (mul, add), (mul, sub), (mul, bypass), (add, bypass), "
+                       "(sub, bypass) or (bypass, bypass), not (") + aluOpName(a) + ", " +
+           aluOpName(b) + ")");
+    if (inst_.reverse && a == AluOp::Bypass)
+      fail("reverse (reverse0) needs op0 (alu is bypass)");
+    if (inst_.reverse2 && b == AluOp::Bypass)
+      fail("reverse2 (reverse1) needs op1 (alu2 is bypass)");
+    const AluOp r = inst_.reduceOp;
+    if (r != AluOp::Add && r != AluOp::Max && r != AluOp::Min && r != AluOp::AbsMax &&
+        r != AluOp::AbsMin)
+      fail(std::string("cannot reduce with ") + aluOpName(r) +
+           " (add, max, min, abs_max, abs_min)");
+    const ReduceCmd c = inst_.reduceCmd;
+    if (!inst_.accumulate && c != ReduceCmd::ResetReduce && c != ReduceCmd::Idle)
+      fail(std::string("reduce_cmd ") + reduceCmdName(c) +
+           " drives the Scalar engine's accumulator registers, which only an activate2 that "
+           "reduces (accumulate) uses");
+    if (c == ReduceCmd::LoadReduce)
+      fail("the Scalar engine's accumulator registers have no load_reduce (nki.isa.activate2 "
+           "documents idle, reset, reduce and reset_reduce)");
+    if (optionalReduceResult(inst_)) {
+      if (inst_.srcs.back().dtype != DType::F32)
+        fail(operandName(int(nsrc - 1)) + " receives the reduce result: it must be f32");
+      expectTile(s[nsrc - 1], int(nsrc - 1), d.partitions, 1);
+    }
+    break;
+  }
+  case Opcode::Rng: {
+    const DType t = inst_.dst.dtype;
+    if (t != DType::I32 && t != DType::I8 && t != DType::U8)
+      fail(std::string("writes random bits into an integer dst (i32, i8, u8), not ") +
+           dtypeName(t));
+    if (engineOfQueue(inst_.queue) == Engine::GpSimd && tgt_.generation == Generation::Trn1)
+      fail("the GpSimd engine draws random numbers from NC-v3 on (trn2, trn3); on trn1 (NC-v2) rng "
+           "runs on the Vector engine");
+    if (engineOfQueue(inst_.queue) == Engine::GpSimd)
+      expectSpace(inst_.dst, -1, MemSpace::Sbuf);
+    break;
+  }
+  case Opcode::Rand2:
+    if (!(inst_.imm[0] < inst_.imm[1]))
+      fail("min imm[0] must be below max imm[1]");
+    break;
+  case Opcode::RandSetState:
+  case Opcode::RandGetState: {
+    const Engine e = engineOfQueue(inst_.queue);
+    if (e == Engine::Vector && tgt_.generation != Generation::Trn3)
+      fail(std::string("the Vector engine's generator state moves from NC-v4 on (trn3); on ") +
+           tgt_.name + " " + opcodeName(inst_.opcode) + " runs on the GpSimd engine");
+    if (inst_.dst.dtype != DType::I32)
+      fail(std::string("moves the generators' uint32 words as i32, not ") +
+           dtypeName(inst_.dst.dtype));
+    if (op == Opcode::RandSetState || e == Engine::GpSimd)
+      expectSpace(inst_.dst, -1, MemSpace::Sbuf);
+    const int64_t words = e == Engine::GpSimd ? 6 : 24;
+    if (d.freeElems != words)
+      fail("a " + std::string(engineName(e)) + " lane's XORWOW state is " +
+           std::to_string(words) + " words, but dst has " + std::to_string(d.freeElems) +
+           " per partition");
+    break;
+  }
+  case Opcode::SetRngSeed:
+    if (inst_.dst.dtype != DType::I32)
+      fail(std::string("reads a 32-bit seed as i32, not ") + dtypeName(inst_.dst.dtype));
+    expectTile(d, -1, 1, 1);
+    break;
+  case Opcode::Exponential: {
+    expectFloats();
+    expectSameShape(d, s[0], 0);
+    if (inst_.scaleTile)
+      expectTile(s[1], 1, d.partitions, 1);
+    const ReduceCmd c = inst_.reduceCmd;
+    if (c == ReduceCmd::Reset)
+      fail("reduce_cmd reset is not one of exponential's (idle, reset_reduce, reduce, "
+           "load_reduce)");
+    if (c != ReduceCmd::LoadReduce && inst_.imm[1] != 0)
+      fail(std::string("reduce_init imm[1] is load_reduce's: it must be 0 with reduce_cmd ") +
+           reduceCmdName(c));
+    if (optionalReduceResult(inst_)) {
+      if (c == ReduceCmd::Idle)
+        fail("a reduce result needs reduce_cmd reset_reduce, reduce or load_reduce (with idle "
+             "the registers are undefined)");
+      expectTile(s[nsrc - 1], int(nsrc - 1), d.partitions, 1);
+    }
+    break;
+  }
   case Opcode::CopyPredicated:
     if (inst_.dst.dtype != inst_.srcs[0].dtype)
       fail(std::string("dst dtype ") + dtypeName(inst_.dst.dtype) + " differs from srcs[0] " +
@@ -1028,6 +1165,13 @@ InstrShape Checker::checkOperands() {
   case Opcode::NGather:
   case Opcode::Dropout:
   case Opcode::NonzeroWithCount:
+  case Opcode::Activate2:
+  case Opcode::Exponential:
+  case Opcode::Rng:
+  case Opcode::Rand2:
+  case Opcode::RandSetState:
+  case Opcode::RandGetState:
+  case Opcode::SetRngSeed:
     return checkIsaCompute();
   default:
     return checkCompute();

@@ -596,6 +596,7 @@ RunStats Simulation::run(const std::vector<const void *> &inputs,
   if (!opts_.timingOnly) {
     mem_ = std::make_unique<Memory>(prog_, tgt_, inputs, outputs,
                                     opts_.poisonMemory);
+    mem_->setRunSeed(opts_.seed); // rng / rand2's generators (Random.h)
     exec_ = std::make_unique<Executor>(*mem_);
     if (opts_.checkHazards)
       hazards_ = std::make_unique<HazardDetector>(prog_, tgt_);

@@ -83,7 +83,8 @@ struct RunOptions {
   /// collective over a group of one rank copies src to dst in no time, and
   /// any other one is a SimulationError.
   CollectiveHook collective;
-  /// Keys the numbers of Random instructions: the same seed, the same numbers.
+  /// Keys the numbers of Random instructions and starts the engines' generators (rng, rand2):
+  /// the same seed, the same numbers.
   uint64_t seed = 0;
   /// If set, called from the run loop about every kPollIntervalMs of wall time; it
   /// may throw to stop the run (the Python bridge raises KeyboardInterrupt on Ctrl-C).

@@ -118,7 +118,7 @@ TEST_CASE("per-partition operands and row sums are checked", "[activation][check
   }
   SECTION("the row sums are [P, 1] f32") {
     p.instructions[act].srcs[3] = sbuf(DType::F32, 0, 768, P, {2});
-    CHECK_THAT(errorOf(p), Contains("receives the row sums: it must be [4, 1] f32"));
+    CHECK_THAT(errorOf(p), Contains("receives the reduce result (the accumulator registers): it must be [4, 1] f32"));
   }
   SECTION("only activations have per-partition operands") {
     Instruction &in = p.instructions[act];
@@ -126,16 +126,17 @@ TEST_CASE("per-partition operands and row sums are checked", "[activation][check
     in.queue = kQueueVector;
     in.srcs.resize(2);
     in.accumulate = false;
-    CHECK_THAT(errorOf(p), Contains("only an activation has a per-partition bias source"));
+    CHECK_THAT(errorOf(p), Contains("only an activation or activate2 has a per-partition bias source"));
     in.biasTile = false;
     in.srcs.resize(2);
-    CHECK_THAT(errorOf(p), Contains("only activation, tensor_scalar, tensor_scalar_reduce, "
-                                    "select_reduce, dropout, scalar_tensor_tensor and "
-                                    "tensor_tensor_scan have a per-partition scalar source"));
+    CHECK_THAT(errorOf(p), Contains("only activation, activate2, exponential, tensor_scalar, "
+                                    "tensor_scalar_reduce, select_reduce, dropout, "
+                                    "scalar_tensor_tensor and tensor_tensor_scan have a "
+                                    "per-partition scalar source"));
   }
   SECTION("the sources must match the flags") {
     p.instructions[act].biasTile = false;
-    CHECK_THAT(errorOf(p), Contains("expects 3 source operand(s), got 4"));
+    CHECK_THAT(errorOf(p), Contains("expects 2 source operand(s) (3 with a reduce result), got 4"));
   }
 }
 

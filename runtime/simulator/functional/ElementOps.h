@@ -61,6 +61,18 @@ template <class T, class Body> void withAluOp(AluOp op, Body &&body) {
     });
   case AluOp::Fmod:
     return body([](T a, T b) { return T(std::fmod(a, b)); });
+  case AluOp::Bypass:
+    return body([](T a, T) { return a; });
+  case AluOp::AbsMax: // of the magnitudes, NaN-propagating
+    return body([](T a, T b) {
+      a = std::fabs(a), b = std::fabs(b);
+      return (a > b || a != a) ? a : b;
+    });
+  case AluOp::AbsMin:
+    return body([](T a, T b) {
+      a = std::fabs(a), b = std::fabs(b);
+      return (a < b || a != a) ? a : b;
+    });
   }
 }
 
@@ -149,6 +161,18 @@ template <class Body> void withIntAluOp(AluOp op, bool logical, Body &&body) {
     });
   case AluOp::Fmod:
     return body([](I a, I b) { return b == -1 ? I(0) : I(a % b); });
+  case AluOp::Bypass:
+    return body([](I a, I) { return a; });
+  case AluOp::AbsMax: // magnitudes, wrapping (|INT64_MIN| stays INT64_MIN)
+    return body([](I a, I b) {
+      a = a < 0 ? wrapSub(0, a) : a, b = b < 0 ? wrapSub(0, b) : b;
+      return a > b ? a : b;
+    });
+  case AluOp::AbsMin:
+    return body([](I a, I b) {
+      a = a < 0 ? wrapSub(0, a) : a, b = b < 0 ? wrapSub(0, b) : b;
+      return a < b ? a : b;
+    });
   }
 }
 

@@ -468,9 +468,11 @@ void Executor::elementwise(const Instruction &inst, const InstrShape &shape) {
 
 void Executor::elementwiseF32(const Instruction &inst) {
   const View dv = mem_.view(inst.dst);
-  // An activation's row sums (`accumulate`) are its last source, written.
+  // An activation that reduces (`accumulate`) sums its rows into the Scalar engine's
+  // accumulator registers; its reduce result, if any, is its last source, written.
   const bool rowSums = inst.opcode == Opcode::Activation && inst.accumulate;
-  const size_t nsrc = inst.srcs.size() - (rowSums ? 1 : 0);
+  const bool result = optionalReduceResult(inst);
+  const size_t nsrc = inst.srcs.size() - (result ? 1 : 0);
   const int64_t rowLength = std::max<int64_t>(1, inst.dst.numElements() / inst.dst.dims[0][1]);
   std::vector<float> sums(rowSums ? size_t(inst.dst.dims[0][1]) : 0, 0.0f);
   Cursor d(dv);
@@ -626,8 +628,23 @@ void Executor::elementwiseF32(const Instruction &inst) {
     off += n;
   }
   if (rowSums) {
-    Cursor r(mem_.view(inst.srcs.back()));
-    scatter(r, sums.data(), int64_t(sums.size()));
+    // reduce_cmd on the registers of dst's partitions: reset zeroes them, reduce adds the row
+    // sums (reset_reduce both); the reduce result reads them.
+    float *regs = mem_.scalarAccumulators(coreOfQueue(inst.queue));
+    const int64_t step = inst.dst.dims[0][1] > 1 ? inst.dst.dims[0][0] : 1;
+    const ReduceCmd cmd = inst.reduceCmd;
+    for (size_t p = 0; p < sums.size(); ++p) {
+      float &r = regs[size_t(int64_t(inst.dst.partition) + int64_t(p) * step)];
+      if (cmd == ReduceCmd::Reset || cmd == ReduceCmd::ResetReduce)
+        r = 0.0f;
+      if (cmd == ReduceCmd::Reduce || cmd == ReduceCmd::ResetReduce)
+        r += sums[p];
+      sums[p] = r;
+    }
+    if (result) {
+      Cursor r(mem_.view(inst.srcs.back()));
+      scatter(r, sums.data(), int64_t(sums.size()));
+    }
   }
 }
 

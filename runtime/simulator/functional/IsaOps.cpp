@@ -2,7 +2,10 @@
 // element p * F + f of a [P, F] operand is partition p, free index f.
 #include "runtime/simulator/functional/IsaOps.h"
 
+#include "runtime/program/Isa.h"
 #include "runtime/simulator/functional/ElementOps.h"
+#include "runtime/simulator/functional/Kernels.h"
+#include "runtime/simulator/functional/Random.h"
 #include "runtime/simulator/functional/StridedView.h"
 
 #include <algorithm>
@@ -192,6 +195,190 @@ void selectReduce(Memory &mem, const Instruction &inst) {
     }
   store(mem, inst.dst, x);
   store(mem, inst.srcs.back(), red);
+}
+
+/// The first value of a reduction into accumulator registers by `op` (add 0, max -inf, min
+/// +inf, abs_max 0, abs_min +inf).
+float registerIdentity(AluOp op) {
+  switch (op) {
+  case AluOp::AbsMax:
+    return 0.0f;
+  case AluOp::AbsMin:
+    return std::numeric_limits<float>::infinity();
+  default:
+    return reduceIdentity(op);
+  }
+}
+
+/// acc <op> v for a register reduce: add, max, min (NaN-propagating), abs_max, abs_min (of the
+/// magnitudes).
+float registerReduce(AluOp op, float acc, float v) {
+  switch (op) {
+  case AluOp::AbsMax:
+    return alu(AluOp::Max, std::fabs(acc), std::fabs(v));
+  case AluOp::AbsMin:
+    return alu(AluOp::Min, std::fabs(acc), std::fabs(v));
+  default:
+    return alu(op, acc, v);
+  }
+}
+
+/// The per-partition values of an immediate operand: imm, or the tile srcs[k] (advancing k).
+std::vector<float> immOrTile(Memory &mem, const Instruction &inst, bool tile, double imm,
+                             size_t &k, int64_t parts) {
+  if (tile)
+    return perPartition(mem, inst.srcs[k++], parts);
+  return std::vector<float>(size_t(parts), float(imm));
+}
+
+/// activate2 (trn3, Scalar): v = (x op0 imm0) op1 imm1 (either op may be bypass), dst =
+/// func(v); with `accumulate` the fp32 results reduce element by element into the Scalar
+/// engine's registers by reduceOp and reduceCmd; the optional reduce result reads them.
+void activate2(Memory &mem, const Instruction &inst) {
+  std::vector<float> x = load<float>(mem, inst.srcs[0]);
+  const int64_t parts = partitionsOf(inst.dst), n = int64_t(x.size()) / parts;
+  size_t k = 1;
+  const std::vector<float> s0 = immOrTile(mem, inst, inst.scaleTile, inst.imm[0], k, parts);
+  const std::vector<float> s1 = immOrTile(mem, inst, inst.biasTile, inst.imm[1], k, parts);
+  for (int64_t p = 0; p < parts; ++p)
+    for (int64_t i = 0; i < n; ++i) {
+      float &v = x[size_t(p * n + i)];
+      if (inst.alu != AluOp::Bypass)
+        v = alu(inst.alu, v, s0[size_t(p)], inst.reverse);
+      if (inst.alu2 != AluOp::Bypass)
+        v = alu(inst.alu2, v, s1[size_t(p)], inst.reverse2);
+    }
+  kernels::activation(inst.func, x.data(), x.data(), int64_t(x.size()), 1.0f, 0.0f);
+  if (inst.accumulate) {
+    float *regs = mem.scalarAccumulators(coreOfQueue(inst.queue));
+    const int64_t step = parts > 1 ? inst.dst.dims[0][0] : 1;
+    const ReduceCmd cmd = inst.reduceCmd;
+    std::vector<float> red(static_cast<size_t>(parts));
+    for (int64_t p = 0; p < parts; ++p) {
+      float &r = regs[size_t(int64_t(inst.dst.partition) + p * step)];
+      if (cmd == ReduceCmd::Reset || cmd == ReduceCmd::ResetReduce)
+        r = registerIdentity(inst.reduceOp);
+      if (cmd == ReduceCmd::Reduce || cmd == ReduceCmd::ResetReduce)
+        for (int64_t i = 0; i < n; ++i)
+          r = registerReduce(inst.reduceOp, r, x[size_t(p * n + i)]);
+      red[size_t(p)] = r;
+    }
+    if (optionalReduceResult(inst))
+      store(mem, inst.srcs.back(), red);
+  }
+  store(mem, inst.dst, x);
+}
+
+/// exponential (trn3, Vector): dst = exp(x - m), m = imm[0] or the per-partition tile srcs[1];
+/// unless reduceCmd is idle, the fp32 results add into the Vector engine's registers (reset to 0
+/// by reset_reduce, loaded with imm[1] by load_reduce, kept by reduce); the optional reduce
+/// result reads them.
+void exponential(Memory &mem, const Instruction &inst) {
+  std::vector<float> x = load<float>(mem, inst.srcs[0]);
+  const int64_t parts = partitionsOf(inst.dst), n = int64_t(x.size()) / parts;
+  size_t k = 1;
+  const std::vector<float> m = immOrTile(mem, inst, inst.scaleTile, inst.imm[0], k, parts);
+  for (int64_t p = 0; p < parts; ++p)
+    for (int64_t i = 0; i < n; ++i)
+      x[size_t(p * n + i)] -= m[size_t(p)];
+  kernels::activation(ActFunc::Exp, x.data(), x.data(), int64_t(x.size()), 1.0f, 0.0f);
+  if (inst.reduceCmd != ReduceCmd::Idle) {
+    float *regs = mem.vectorAccumulators(coreOfQueue(inst.queue));
+    const int64_t step = parts > 1 ? inst.dst.dims[0][0] : 1;
+    std::vector<float> red(static_cast<size_t>(parts));
+    for (int64_t p = 0; p < parts; ++p) {
+      float &r = regs[size_t(int64_t(inst.dst.partition) + p * step)];
+      if (inst.reduceCmd == ReduceCmd::ResetReduce)
+        r = 0.0f;
+      else if (inst.reduceCmd == ReduceCmd::LoadReduce)
+        r = float(inst.imm[1]);
+      for (int64_t i = 0; i < n; ++i)
+        r += x[size_t(p * n + i)];
+      red[size_t(p)] = r;
+    }
+    if (optionalReduceResult(inst))
+      store(mem, inst.srcs.back(), red);
+  }
+  store(mem, inst.dst, x);
+}
+
+/// The generator words of one partition lane: 24 on the Vector engine (4 XORWOW generators), 6
+/// on GpSimd (one).
+int64_t rngWords(Engine e) { return e == Engine::GpSimd ? 6 : 24; }
+
+/// Partition p's (of dst) generator state on the engine that runs `inst`.
+uint32_t *rngLane(Memory &mem, const Instruction &inst, int64_t p) {
+  const int64_t step = partitionsOf(inst.dst) > 1 ? inst.dst.dims[0][0] : 1;
+  return mem.rngState(coreOfQueue(inst.queue), engineOfQueue(inst.queue),
+                      int64_t(inst.dst.partition) + p * step);
+}
+
+/// The next 32 random bits of element f of a row: the Vector engine's element f draws from its
+/// lane's generator f % 4, GpSimd's from its lane's one.
+uint32_t nextBits(uint32_t *lane, Engine e, int64_t f) {
+  return xorwowNext(e == Engine::GpSimd ? lane : lane + 6 * (f % 4));
+}
+
+/// rng: 32 random bits per element, truncated to dst's integer type (its low bits).
+void rng(Memory &mem, const Instruction &inst) {
+  const Engine e = engineOfQueue(inst.queue);
+  const int64_t parts = partitionsOf(inst.dst), n = inst.dst.numElements() / parts;
+  std::vector<int64_t> out(size_t(parts * n));
+  for (int64_t p = 0; p < parts; ++p) {
+    uint32_t *lane = rngLane(mem, inst, p);
+    for (int64_t f = 0; f < n; ++f) {
+      const uint32_t u = nextBits(lane, e, f);
+      int64_t v = int32_t(u);
+      if (inst.dst.dtype == DType::U8)
+        v = int64_t(u & 0xffu);
+      else if (inst.dst.dtype == DType::I8)
+        v = int8_t(uint8_t(u & 0xffu));
+      out[size_t(p * n + f)] = v;
+    }
+  }
+  store(mem, inst.dst, out);
+}
+
+/// rand2: uniform in [imm[0], imm[1]): lo + u * (hi - lo) in fp32, u the top 24 of 32 random bits
+/// times 2^-24.
+void rand2(Memory &mem, const Instruction &inst) {
+  const int64_t parts = partitionsOf(inst.dst), n = inst.dst.numElements() / parts;
+  const float lo = float(inst.imm[0]), width = float(inst.imm[1]) - lo;
+  std::vector<float> out(size_t(parts * n));
+  for (int64_t p = 0; p < parts; ++p) {
+    uint32_t *lane = rngLane(mem, inst, p);
+    for (int64_t f = 0; f < n; ++f) {
+      const float u = float(nextBits(lane, Engine::Vector, f) >> 8) * 0x1p-24f;
+      out[size_t(p * n + f)] = lo + u * width;
+    }
+  }
+  store(mem, inst.dst, out);
+}
+
+/// rand_set_state (`set`) / rand_get_state: each partition lane's generator words from / to
+/// dst's row (i32 holding the uint32 words).
+void randState(Memory &mem, const Instruction &inst, bool set) {
+  const int64_t parts = partitionsOf(inst.dst), words = rngWords(engineOfQueue(inst.queue));
+  std::vector<int64_t> row = set ? load<int64_t>(mem, inst.dst)
+                                 : std::vector<int64_t>(size_t(parts * words));
+  for (int64_t p = 0; p < parts; ++p) {
+    uint32_t *lane = rngLane(mem, inst, p);
+    for (int64_t w = 0; w < words; ++w) {
+      int64_t &v = row[size_t(p * words + w)];
+      if (set)
+        lane[w] = uint32_t(v);
+      else
+        v = int32_t(lane[w]);
+    }
+  }
+  if (!set)
+    store(mem, inst.dst, row);
+}
+
+/// set_rng_seed: every Vector-engine generator of the core from the 32-bit seed in dst [1, 1].
+void setRngSeed(Memory &mem, const Instruction &inst) {
+  const uint32_t seed = uint32_t(load<int64_t>(mem, inst.dst)[0]);
+  mem.seedVectorRng(coreOfQueue(inst.queue), seed);
 }
 
 void scalarTensorTensor(Memory &mem, const Instruction &inst) {
@@ -500,6 +687,25 @@ bool runIsaOp(Memory &mem, size_t index, const Instruction &inst, const InstrSha
     return true;
   case Opcode::NonzeroWithCount:
     nonzeroWithCount(mem, inst);
+    return true;
+  case Opcode::Activate2:
+    activate2(mem, inst);
+    return true;
+  case Opcode::Exponential:
+    exponential(mem, inst);
+    return true;
+  case Opcode::Rng:
+    rng(mem, inst);
+    return true;
+  case Opcode::Rand2:
+    rand2(mem, inst);
+    return true;
+  case Opcode::RandSetState:
+  case Opcode::RandGetState:
+    randState(mem, inst, inst.opcode == Opcode::RandSetState);
+    return true;
+  case Opcode::SetRngSeed:
+    setRngSeed(mem, inst);
     return true;
   case Opcode::NGather:
     if (isIntegerDType(inst.dst.dtype))

@@ -1,6 +1,7 @@
 // Elementwise, reduction and conversion kernels (see Kernels.h).
 #include "runtime/simulator/functional/Kernels.h"
 
+#include "runtime/simulator/functional/ElementOps.h"
 #include "runtime/simulator/functional/KernelsDetail.h"
 #include "runtime/simulator/functional/VecMath.h"
 
@@ -192,6 +193,10 @@ NEURON_AI void binaryDispatch(AluOp op, const float *a, const float *b,
   case AluOp::Fmod: // C's fmod: the result takes the dividend's sign
     return mapBinaryScalar(a, b, imm, mode, out, n,
                            [](float x, float y) { return std::fmod(x, y); });
+  case AluOp::Bypass:
+  case AluOp::AbsMax:
+  case AluOp::AbsMin: // activate2's (ElementOps.h)
+    return withAluOp<float>(op, [&](auto f) { mapBinaryScalar(a, b, imm, mode, out, n, f); });
   }
 #undef NEURON_BIN
 }

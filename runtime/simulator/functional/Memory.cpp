@@ -2,6 +2,7 @@
 #include "runtime/simulator/functional/Memory.h"
 
 #include "runtime/program/Isa.h"
+#include "runtime/simulator/functional/Random.h"
 #include "runtime/simulator/Simulator.h"
 
 #include <algorithm>
@@ -366,6 +367,26 @@ void Memory::touch(const AccessPattern &ap, bool write) {
     st[1] &= ~m1;
     if (!(st[0] | st[1]))
       --b.staleGranules;
+  }
+}
+
+void Memory::seedVectorRng(int core, uint64_t seed) {
+  if (!rngStarted_)
+    startRng();
+  for (int p = 0; p < 128; ++p)
+    for (int g = 0; g < 4; ++g)
+      xorwowSeed(&vectorRng_[size_t(core)][size_t(p)][size_t(g * 6)],
+                 rngKey(seed, int(Engine::Vector), core, p, g));
+}
+
+void Memory::startRng() {
+  rngStarted_ = true;
+  const uint64_t seed = rngSeed_;
+  for (int c = 0; c < kMaxPhysicalCores; ++c) {
+    seedVectorRng(c, seed);
+    for (int p = 0; p < 128; ++p)
+      xorwowSeed(gpsimdRng_[size_t(c)][size_t(p)].data(),
+                 rngKey(seed, int(Engine::GpSimd), c, p, 0));
   }
 }
 

@@ -37,9 +37,35 @@ public:
   /// The Vector engine's accumulator registers on physical core `core`: one fp32 value per
   /// partition, kept across instructions (Instruction::reduceCmd); zero when a run starts.
   float *vectorAccumulators(int core) { return accumulators_[size_t(core)].data(); }
+  /// The Scalar engine's accumulator registers on physical core `core` (activation's
+  /// reduce_cmd): one fp32 value per partition, kept across instructions; zero when a run starts.
+  float *scalarAccumulators(int core) { return scalarAccumulators_[size_t(core)].data(); }
+
+  /// The pseudo-random generators of partition lane `partition` of engine `e` (Vector or
+  /// GpSimd) on core `core`: 24 uint32 words on the Vector engine (4 XORWOW generators), 6 on
+  /// GpSimd (one); Random.h.
+  uint32_t *rngState(int core, Engine e, int64_t partition) {
+    if (!rngStarted_)
+      startRng();
+    return e == Engine::GpSimd ? gpsimdRng_[size_t(core)][size_t(partition)].data()
+                               : vectorRng_[size_t(core)][size_t(partition)].data();
+  }
+  /// The run's seed (RunOptions::seed), which every generator starts from (on first use).
+  void setRunSeed(uint64_t seed) {
+    rngSeed_ = seed;
+    rngStarted_ = false;
+  }
+  /// The Vector-engine generators of core `core` from `seed` (set_rng_seed).
+  void seedVectorRng(int core, uint64_t seed);
 
 private:
+  void startRng();
+  uint64_t rngSeed_ = 0;
+  bool rngStarted_ = false;
+  std::array<std::array<std::array<uint32_t, 24>, 128>, kMaxPhysicalCores> vectorRng_{};
+  std::array<std::array<std::array<uint32_t, 6>, 128>, kMaxPhysicalCores> gpsimdRng_{};
   std::array<std::array<float, 128>, kMaxPhysicalCores> accumulators_{};
+  std::array<std::array<float, 128>, kMaxPhysicalCores> scalarAccumulators_{};
   /// SBUF or PSUM: one host block of partitions x pitch bytes. Blocks are
   /// recycled through a per-thread cache (Memory.cpp) instead of being
   /// allocated and zero-filled per run. What the last run touched is "stale"

@@ -7,6 +7,9 @@
 // the top `bits` bits give a number in [0, 1) that is a multiple of 2^-bits: 24 for
 // fp32 (as torch.rand's fp32 numbers are), the mantissa width for bf16 (8) and fp16
 // (11), so that the number is exact in the dtype and never rounds up to 1.
+//
+// The stateful generators of rng / rand2 (Memory::rngState) are XORWOW, seeded by SplitMix64
+// from (seed, engine, core, partition, generator).
 #pragma once
 
 #include <cmath>
@@ -26,6 +29,35 @@ inline float uniform01(uint64_t seed, uint64_t stream, uint64_t counter, int bit
   const uint64_t key = mix64(seed + 0x9e3779b97f4a7c15ULL * (stream + 1));
   const uint64_t mixed = mix64(key ^ mix64(counter + 0x632be59bd9b4e019ULL));
   return float(mixed >> (64 - bits)) * std::ldexp(1.0f, -bits);
+}
+
+/// One XORWOW generator (Marsaglia, "Xorshift RNGs", J. Stat. Softw. 8(14), 2003; cuRAND's
+/// default): words x, y, z, w, v of xorshift state and the Weyl counter d, in that order (the 6
+/// uint32 words of a lane's state that nki.isa.rand_get_state / rand_set_state move).
+inline uint32_t xorwowNext(uint32_t *s) {
+  const uint32_t t = s[0] ^ (s[0] >> 2);
+  s[0] = s[1];
+  s[1] = s[2];
+  s[2] = s[3];
+  s[3] = s[4];
+  s[4] = (s[4] ^ (s[4] << 4)) ^ (t ^ (t << 1));
+  s[5] += 362437u;
+  return s[4] + s[5];
+}
+
+/// A generator's 6 words from a 64-bit key (SplitMix64's finalizer over the key and the word
+/// number); the xorshift words are never all zero.
+inline void xorwowSeed(uint32_t *s, uint64_t key) {
+  for (int i = 0; i < 6; ++i)
+    s[i] = uint32_t(mix64(key + 0x9e3779b97f4a7c15ULL * uint64_t(i + 1)) >> 32);
+  if ((s[0] | s[1] | s[2] | s[3] | s[4]) == 0)
+    s[0] = 1;
+}
+
+/// The key of generator `g` of partition `p` of engine `engine` on core `core` under `seed`.
+inline uint64_t rngKey(uint64_t seed, int engine, int core, int p, int g) {
+  return mix64(seed ^ mix64(uint64_t(engine) << 40 | uint64_t(core) << 32 |
+                            uint64_t(p) << 8 | uint64_t(g)));
 }
 
 } // namespace neuron::runtime

@@ -168,8 +168,13 @@ double computeCycles(const Target &t, const Instruction &inst,
     c = n; // Vector: max(MIN_II, N)
     break;
   case Opcode::Activation:
-    // HARDWARE.md: activation_reduce costs an activation + MIN_II.
-    c = inst.accumulate ? std::max(n, double(t.minII)) + t.minII : n;
+    // HARDWARE.md: the reduce into the accumulator registers is free; reading them into a
+    // reduce result costs MIN_II more (activation_reduce: an activation + MIN_II).
+    c = optionalReduceResult(inst) ? std::max(n, double(t.minII)) + t.minII : n;
+    break;
+  case Opcode::Activate2:   // ESTIMATE (Isa.def): activation's
+  case Opcode::Exponential: // ESTIMATE (Isa.def): tensor_scalar_reduce's
+    c = optionalReduceResult(inst) ? std::max(n, double(t.minII)) + t.minII : n;
     break;
   case Opcode::TensorScalarReduce: // HARDWARE.md: max(MIN_II, N) + MIN_II
   case Opcode::RangeSelect:        // ESTIMATE (Isa.def): tensor_scalar_reduce's
@@ -235,6 +240,15 @@ double computeCycles(const Target &t, const Instruction &inst,
     break;
   case Opcode::Select:
     c = 2 * n;
+    break;
+  case Opcode::Rng:          // ESTIMATE (Isa.def): one element a cycle; GpSimd's start
+  case Opcode::RandSetState: // ESTIMATE (Isa.def): the state words, as rng
+  case Opcode::RandGetState:
+    c = e == Engine::GpSimd ? t.iotaFixedCycles + n : n;
+    break;
+  case Opcode::Rand2:      // ESTIMATE (Isa.def): one element a cycle
+  case Opcode::SetRngSeed: // ESTIMATE (Isa.def): MIN_II (the floor below)
+    c = n;
     break;
   case Opcode::NGather: // ESTIMATE (Isa.def): a GpSimd start per 512-element group + M
     c = t.iotaFixedCycles * std::ceil(n / 512) + n;

@@ -21,6 +21,7 @@ namespace neuron::compiler {
 static constexpr int64_t kInterleavedBlocks = 2;
 
 static RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
+static bool isFloatCast(Operation *op);
 
 namespace {
 /// Lowers one fusion; the members describe the tile being emitted.
@@ -70,6 +71,12 @@ private:
     Value x, mean, variance;
   };
   DenseMap<Operation *, MeanVariance> meanVariance; // at the first sum
+  /// Values of the elementwise tail of a row (the affine step of a norm: x * weight + bias
+  /// with bf16 / fp16 weight and bias, then a cast to that type) that are written in the
+  /// operands' low precision, so that the engines' tensor_tensor reads only low-precision
+  /// tiles (trn2's Vector engine runs those 2x, every engine in one pass instead of two).
+  DenseMap<Value, Type> narrowed;
+  void matchLowPrecisionTail();
   llvm::SmallPtrSet<Operation *, 8> coveredByStats; // computed by bn_stats / bn_aggr
   /// Columns [first, first + count) of a tile (or of a view of one).
   Value columnsOf(Value tile, int64_t first, int64_t count);
@@ -223,6 +230,43 @@ void FusionLowering::matchMeanVariance() {
   }
 }
 
+void FusionLowering::matchLowPrecisionTail() {
+  Block &body = op.getBody().front();
+  auto lowPrecision = [](Type t) { return t.isBF16() || t.isF16(); };
+  for (Value y : cast<ntorch::YieldOp>(body.getTerminator()).getValues()) {
+    auto c = y.getDefiningOp<ntorch::CastOp>();
+    if (!c || !isFloatCast(c) || !lowPrecision(tensorType(c).getElementType()))
+      continue;
+    Type low = tensorType(c).getElementType();
+    Value v = c.getInput();
+    // v = u <op> w, w a low-precision operand of the fusion: v is written in `low`, and so
+    // is u if it is the same kind of step, or the one value that feeds the tail.
+    while (v.hasOneUse() && tensorType(v).getShape() == ArrayRef<int64_t>(shape)) {
+      auto bo = v.getDefiningOp<ntorch::BinaryOp>();
+      if (!bo || !llvm::is_contained({ntorch::BinaryFn::add, ntorch::BinaryFn::sub,
+                                      ntorch::BinaryFn::mul},
+                                     bo.getFn()))
+        break;
+      auto lowArg = [&](Value w) {
+        return isa<BlockArgument>(w) && tensorType(w).getElementType() == low && !isRow(w);
+      };
+      Value u = lowArg(bo.getRhs()) ? bo.getLhs() : lowArg(bo.getLhs()) ? bo.getRhs() : Value();
+      if (!u || isRow(u) || !isa<FloatType>(tensorType(u).getElementType()))
+        break;
+      narrowed[v] = low;
+      if (!u.hasOneUse() || isa<BlockArgument>(u))
+        break;
+      auto next = u.getDefiningOp<ntorch::BinaryOp>();
+      bool step = next && (lowArg(next.getLhs()) || lowArg(next.getRhs()));
+      if (!step) {
+        narrowed[u] = low; // the tail's input (a normalized row, pending until here)
+        break;
+      }
+      v = u;
+    }
+  }
+}
+
 void FusionLowering::emitMeanVariance(ntorch::ReduceOp r) {
   const MeanVariance &mv = meanVariance.lookup(r);
   Value in = tileFor(mv.x);
@@ -280,7 +324,10 @@ Value FusionLowering::tileFor(Value v) {
   if (auto it = pending.find(v); it != pending.end()) {
     RowAffine a = it->second;
     pending.erase(it);
-    Value t = applyPending(a, ActFunc::identity, a.type, v);
+    Type type = a.type;
+    if (auto n = narrowed.find(v); n != narrowed.end())
+      type = n->second;
+    Value t = applyPending(a, ActFunc::identity, type, v);
     tiles[v] = t;
     return t;
   }
@@ -374,6 +421,8 @@ LogicalResult FusionLowering::emit(Operation &o) {
   // is that tile.
   auto resultType = [&](Operation &x) {
     Value r = x.getResult(0);
+    if (auto it = narrowed.find(r); it != narrowed.end())
+      return it->second;
     if (!isa<ntorch::CastOp>(x) && r.hasOneUse() && isFloatCast(*r.user_begin()))
       return tensorType(r.user_begin()->getResult(0)).getElementType();
     return tensorType(r).getElementType();
@@ -577,8 +626,10 @@ LogicalResult FusionLowering::analyze() {
   rowShape = shape;
   rowShape.back() = 1;
   free = reduces ? shape.back() : e.maxTileFree(widest);
-  if (reduces)
+  if (reduces) {
     matchMeanVariance();
+    matchLowPrecisionTail();
+  }
   if (reduces && shape.back() > ntorch::kFusedRowAlwaysFits) {
     SmallVector<Operation *> ops;
     for (Operation &o : body.without_terminator())

@@ -193,3 +193,38 @@ func.func @layer_norm$bn_stats(%x: tensor<512x768xbf16>) -> tensor<512x768xbf16>
   %yb = ntorch.cast %y : tensor<512x768xf32> -> tensor<512x768xbf16>
   return %yb : tensor<512x768xbf16>
 }
+
+// -----
+
+// The affine tail of a norm whose weight, bias and output are bf16 is computed in bf16:
+// the normalized row is written in bf16 by the Scalar engine, then x * weight and + bias
+// read and write bf16 tiles only (trn2's all-bf16 tensor_tensor). The weight and bias are
+// loaded once per group and shared by its two slots; the sum goes into the slot's view of
+// the packed result tile.
+// CHECK-LABEL: func @affine$bf16
+// CHECK: ntile.activation identity %{{.*}} scale %{{.*}} bias %{{.*}} to %[[N:[^ ]*]] {bias = -1.000000e+00 : f64} : memref<128x768xbf16, #ntile.mem<sbuf>>, memref<128x768xbf16, #ntile.mem<sbuf>>
+// CHECK: ntile.tensor_tensor mul %[[N]], %[[W:[^ ]*]] to %[[N]] : memref<128x768xbf16, #ntile.mem<sbuf>>, memref<128x768xbf16, #ntile.mem<sbuf>>, memref<128x768xbf16, #ntile.mem<sbuf>>
+// CHECK: ntile.activation identity %{{.*}} to %[[N2:[^ ]*]] {bias = -1.000000e+00 : f64} : memref<128x768xbf16, #ntile.mem<sbuf>>, memref<128x768xbf16, #ntile.mem<sbuf>>
+// CHECK: ntile.tensor_tensor mul %[[N2]], %[[W]] to %[[N2]] : memref<128x768xbf16
+// CHECK: ntile.tensor_tensor add %[[N]], %[[B:[^ ]*]] to %[[V0:[^ ]*]] : memref<128x768xbf16, #ntile.mem<sbuf>>, memref<128x768xbf16, #ntile.mem<sbuf>>, memref<128x768xbf16, #ntile.mem<sbuf>>
+// CHECK: ntile.tensor_tensor add %[[N2]], %[[B]] to %{{.*}} : memref<128x768xbf16
+func.func @affine$bf16(%x: tensor<512x768xbf16>, %w: tensor<768xbf16>, %b: tensor<768xbf16>) -> tensor<512x768xbf16> {
+  %inv = ntorch.constant dense<0.00130208337> : tensor<f32>
+  %eps = ntorch.constant dense<9.99999974E-6> : tensor<f32>
+  %xf = ntorch.cast %x : tensor<512x768xbf16> -> tensor<512x768xf32>
+  %s = ntorch.reduce sum %xf [1] : tensor<512x768xf32> -> tensor<512xf32>
+  %s1 = ntorch.reshape %s : tensor<512xf32> -> tensor<512x1xf32>
+  %m = ntorch.binary mul %s1, %inv : tensor<512x1xf32>, tensor<f32> -> tensor<512x1xf32>
+  %d = ntorch.binary sub %xf, %m : tensor<512x768xf32>, tensor<512x1xf32> -> tensor<512x768xf32>
+  %sq = ntorch.binary mul %d, %d : tensor<512x768xf32>, tensor<512x768xf32> -> tensor<512x768xf32>
+  %q = ntorch.reduce sum %sq [1] : tensor<512x768xf32> -> tensor<512xf32>
+  %q1 = ntorch.reshape %q : tensor<512xf32> -> tensor<512x1xf32>
+  %v = ntorch.binary mul %q1, %inv : tensor<512x1xf32>, tensor<f32> -> tensor<512x1xf32>
+  %ve = ntorch.binary add %v, %eps : tensor<512x1xf32>, tensor<f32> -> tensor<512x1xf32>
+  %r = ntorch.unary rsqrt %ve : tensor<512x1xf32> -> tensor<512x1xf32>
+  %y = ntorch.binary mul %d, %r : tensor<512x768xf32>, tensor<512x1xf32> -> tensor<512x768xf32>
+  %yw = ntorch.binary mul %y, %w : tensor<512x768xf32>, tensor<768xbf16> -> tensor<512x768xf32>
+  %yb = ntorch.binary add %yw, %b : tensor<512x768xf32>, tensor<768xbf16> -> tensor<512x768xf32>
+  %o = ntorch.cast %yb : tensor<512x768xf32> -> tensor<512x768xbf16>
+  return %o : tensor<512x768xbf16>
+}

@@ -123,9 +123,11 @@ void RowTiling::emit(TileEmitter &e, Location loc, int64_t maxFree,
 }
 
 void RowTiling::emitGroups(TileEmitter &e, Location loc, int64_t group,
-                           function_ref<void(ArrayRef<RowBlock>)> fn) const {
+                           function_ref<void(ArrayRef<RowBlock>)> fn, int64_t pack) const {
   if (llvm::is_contained(dims, 0) || perBlock <= 0)
     return; // an empty tensor: nothing to move or compute
+  if (pack > 1 && !packable())
+    pack = 1;
   RowBlock block;
   block.first.assign(dims.size(), Offset(0));
   block.count.assign(dims.begin(), dims.end());
@@ -138,13 +140,30 @@ void RowTiling::emitGroups(TileEmitter &e, Location loc, int64_t group,
       });
       return;
     }
+    // Row-packed groups first: partitions * pack rows each.
+    int64_t super = perBlock * pack, packedGroups = pack > 1 ? dims[d] / super : 0;
+    if (packedGroups > 0)
+      e.loop(loc, packedGroups, [&](const Offset &iv) {
+        SmallVector<RowBlock, 4> slots;
+        for (int64_t j = 0; j < pack; ++j) {
+          RowBlock b = block;
+          b.first[d] = iv * super + Offset(j);
+          b.count[d] = perBlock;
+          b.step.assign(dims.size(), 1);
+          b.step[d] = pack;
+          slots.push_back(b);
+        }
+        fn(slots);
+      });
+    int64_t start = packedGroups * super;
     auto blockAt = [&](const Offset &index, int64_t size) {
       RowBlock b = block;
-      b.first[d] = index * perBlock;
+      b.first[d] = index * perBlock + Offset(start);
       b.count[d] = size;
       return b;
     };
-    int64_t full = dims[d] / perBlock, groups = group > 1 ? full / group : 0;
+    int64_t rest = dims[d] - start;
+    int64_t full = rest / perBlock, groups = group > 1 ? full / group : 0;
     if (groups > 0)
       e.loop(loc, groups, [&](const Offset &iv) {
         SmallVector<RowBlock, 2> blocks;
@@ -156,8 +175,8 @@ void RowTiling::emitGroups(TileEmitter &e, Location loc, int64_t group,
     if (full > done)
       e.loop(loc, full - done,
              [&](const Offset &iv) { fn({blockAt(iv + Offset(done), perBlock)}); });
-    if (dims[d] % perBlock)
-      fn({blockAt(Offset(full), dims[d] % perBlock)});
+    if (rest % perBlock)
+      fn({blockAt(Offset(full), rest % perBlock)});
   };
   rowsFrom(0);
 }
@@ -169,7 +188,7 @@ static SmallVector<int64_t> relativeRows(ArrayRef<int64_t> strides, const RowBlo
     SmallVector<int64_t> next;
     for (int64_t base : offsets)
       for (int64_t i = 0; i < block.count[d]; ++i)
-        next.push_back(base + i * strides[d]);
+        next.push_back(base + i * block.stepOf(d) * strides[d]);
     offsets = std::move(next);
   }
   return offsets;
@@ -218,6 +237,24 @@ void storeBlock(TileEmitter &e, Location loc, Value tile, Value target,
     e.dma(loc, tile, e.pattern(first * cols, {{cols, len}, {1, cols}}), target,
           e.pattern(at + rows[first], {{step, len}, {strides.back(), cols}}));
   });
+}
+
+bool packedContiguous(ArrayRef<int64_t> strides, int64_t cols) {
+  return strides.size() >= 2 && strides.back() == 1 && strides[strides.size() - 2] == cols;
+}
+
+void loadPacked(TileEmitter &e, Location loc, Value source, const Offset &base,
+                ArrayRef<int64_t> strides, const RowBlock &slot0, int64_t cols, Value tile) {
+  int64_t run = slot0.packed() * cols, partitions = slot0.count.back();
+  e.dma(loc, source, e.pattern(blockBase(base, strides, slot0, 0), {{run, partitions}, {1, run}}),
+        tile, e.pattern(0, {{run, partitions}, {1, run}}));
+}
+
+void storePacked(TileEmitter &e, Location loc, Value tile, Value target,
+                 ArrayRef<int64_t> strides, const RowBlock &slot0, int64_t cols) {
+  int64_t run = slot0.packed() * cols, partitions = slot0.count.back();
+  e.dma(loc, tile, e.pattern(0, {{run, partitions}, {1, run}}), target,
+        e.pattern(blockBase(Offset(0), strides, slot0, 0), {{run, partitions}, {1, run}}));
 }
 
 void copyBlock(TileEmitter &e, Location loc, Value source, int64_t sourceOffset,

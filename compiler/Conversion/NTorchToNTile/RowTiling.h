@@ -13,12 +13,19 @@
 
 namespace neuron::compiler {
 
-/// The rows of one block: dims[j] covers [first[j], first[j] + count[j]) of merged
-/// row dimension j, every combination of them, in row-major order.
+/// The rows of one block: dims[j] covers first[j], first[j] + step[j], ... (count[j]
+/// indices) of merged row dimension j, every combination of them, in row-major order.
+/// `step` is empty when every step is 1; a slot of a row-packed group (emitGroups) steps
+/// by the rows packed per partition.
 struct RowBlock {
   llvm::SmallVector<Offset, 4> first;
   llvm::SmallVector<int64_t, 4> count;
+  llvm::SmallVector<int64_t, 4> step;
   int64_t rows() const;
+  int64_t stepOf(size_t d) const { return step.empty() ? 1 : step[d]; }
+  /// Rows packed per partition (the step of the innermost row dimension): > 1 in a slot of
+  /// a row-packed group.
+  int64_t packed() const { return step.empty() ? 1 : step.back(); }
 };
 
 class RowTiling {
@@ -39,8 +46,20 @@ public:
   /// full row blocks per iteration of the tiled dimension's loop: fn(blocks) emits them
   /// together (interleaved, so that in-order engine queues overlap the blocks' dependence
   /// chains). The blocks left over run one per iteration, a partial block last.
+  ///
+  /// Row-packed (`pack` > 1, where packable()): first, groups of `pack` slots cover
+  /// partitions * pack consecutive rows, partition p holding rows p * pack ... p * pack +
+  /// pack - 1 (contiguous in memory for an operand whose rows are: one DMA of pack rows per
+  /// partition, loadPacked / storePacked); slot j is the block of rows j, j + pack, ...
+  /// (RowBlock::step). The rows left over then go as above.
   void emitGroups(TileEmitter &e, mlir::Location loc, int64_t group,
-                  llvm::function_ref<void(llvm::ArrayRef<RowBlock>)> fn) const;
+                  llvm::function_ref<void(llvm::ArrayRef<RowBlock>)> fn,
+                  int64_t pack = 1) const;
+  /// Whether emitGroups can pack rows: the tiled dimension is the innermost row dimension
+  /// and its blocks fill the partitions.
+  bool packable() const { return tiledDim + 1 == dims.size() && perBlock == partitions; }
+  /// Rows of the tiled (innermost) dimension, where packable().
+  int64_t tiledRows() const { return dims[tiledDim]; }
 
   /// Strides of operand `i` over the merged row dimensions, then the column stride.
   llvm::ArrayRef<int64_t> strides(size_t i) const { return merged[i]; }
@@ -74,6 +93,19 @@ void loadBlock(TileEmitter &e, mlir::Location loc, mlir::Value source, const Off
 void storeBlock(TileEmitter &e, mlir::Location loc, mlir::Value tile, mlir::Value target,
                 llvm::ArrayRef<int64_t> strides, const RowBlock &block, const Offset &col0,
                 int64_t cols);
+
+/// Whether an operand read through `strides` has contiguous rows along the innermost row
+/// dimension (a row-packed slot group can move it with one DMA per partition).
+bool packedContiguous(llvm::ArrayRef<int64_t> strides, int64_t cols);
+/// Loads the rows of a row-packed slot group (slot 0 is `slot0`, `pack` slots) of an operand
+/// with packedContiguous rows into `tile` [partitions, pack * cols]: one DMA, pack rows per
+/// partition.
+void loadPacked(TileEmitter &e, mlir::Location loc, mlir::Value source, const Offset &base,
+                llvm::ArrayRef<int64_t> strides, const RowBlock &slot0, int64_t cols,
+                mlir::Value tile);
+/// Stores such a tile into the same rows of `target`, written through `strides`.
+void storePacked(TileEmitter &e, mlir::Location loc, mlir::Value tile, mlir::Value target,
+                 llvm::ArrayRef<int64_t> strides, const RowBlock &slot0, int64_t cols);
 
 /// Copies HBM -> HBM the same rows and columns between two strided views: one DMA per
 /// run of rows evenly spaced in both.

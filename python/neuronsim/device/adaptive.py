@@ -118,18 +118,61 @@ class _Store:
     flat: torch.Tensor  # a neuron tensor over the whole storage
     external: bool  # holds data from before the batch (else: a result of a recorded op)
     written: bool = False
+    dead_count: int = 0  # a result's storage use count once nothing outside the batch holds it
+
+    def alive(self) -> bool:
+        """A result something can still read (a tensor, a view, autograd's saved tensors);
+        the batch does not return the others (the compiler drops what only they need)."""
+        return _use_count(self.flat) > self.dead_count
 
 
 @dataclass
 class _Record:
+    """A recorded op. It holds no tensor of the caller's: its arguments are templates whose
+    tensors are slots, bound to views of the batch's storages."""
+
     op: torch._ops.OpOverload
     entry: Any  # the op's eager._Program (runs it op by op)
-    args: Any
+    args: Any  # templates: the arguments with _SLOT for each tensor
     kwargs: Any
-    slots: list[tuple[int, tuple]]  # (k: the k-th tensor among the arguments, binding)
-    fresh: list[torch.Tensor | None]  # the pending results returned to the caller
+    slots: list[tuple]  # the binding of each tensor slot, in order
     fresh_stores: list[int | None]
     fresh_meta: list[Any]
+
+
+_SLOT = object()
+
+
+def _use_count(tensor: torch.Tensor) -> int:
+    return torch._C._storage_Use_Count(tensor.untyped_storage()._cdata)
+
+
+def _template(value: Any) -> Any:
+    kind = type(value)
+    if kind is tuple:
+        return tuple(_template(v) for v in value)
+    if kind is list:
+        return [_template(v) for v in value]
+    if kind is dict:
+        return {k: _template(v) for k, v in value.items()}
+    if isinstance(value, torch.Tensor):
+        return _SLOT
+    if isinstance(value, (tuple, list, dict)):  # a namedtuple, OrderedDict, ...
+        raise CannotRecord
+    return value
+
+
+def _fill(template: Any, tensors: Any) -> Any:
+    kind = type(template)
+    if kind is tuple:
+        return tuple(_fill(v, tensors) for v in template)
+    if kind is list:
+        return [_fill(v, tensors) for v in template]
+    if kind is dict:
+        return {k: _fill(v, tensors) for k, v in template.items()}
+    if template is _SLOT:
+        return next(tensors)
+    return template
 
 
 @dataclass
@@ -172,7 +215,7 @@ def record(op, entry, args, kwargs, device: torch.device, key: Any,
     # First pass: check every argument, bind nothing.
     new: dict[int, tuple[torch.Tensor, torch.dtype]] = {}
     tensors = []
-    position = -1  # counts tensors only: the k-th tensor leaf is the k-th slot
+    position = -1
     for value in flat:
         if isinstance(value, torch.Tensor):
             position += 1
@@ -200,21 +243,25 @@ def record(op, entry, args, kwargs, device: torch.device, key: Any,
     for target, shape in zip(written, entry.written_shapes):
         if tuple(target.shape) != shape:  # an out= tensor the op resizes
             raise CannotRecord
+    template_args, template_kwargs = _template(args), _template(kwargs)
     # Second pass: bind.
+    below = torch._C._AutoDispatchBelowADInplaceOrView  # flat: no view of the caller's tensor
     for address, (value, dtype) in new.items():
         count = value.untyped_storage().nbytes() // value.element_size()
-        store = _Store(len(batch.store_list), value.as_strided((count,), (1,), 0), True)
+        with below():
+            flat = value.as_strided((count,), (1,), 0)
+        store = _Store(len(batch.store_list), flat, True)
         batch.stores[address] = store
         batch.store_list.append(store)
     slots = []
     for position, value, address in tensors:
         if address is None:  # a CPU scalar: its value now (it may change before the flush)
-            slots.append((position, ("cpu", len(batch.cpu_inputs), value.dtype)))
+            slots.append(("cpu", len(batch.cpu_inputs), value.dtype))
             batch.cpu_inputs.append(value.clone())
         else:
             store = batch.stores[address]
-            slots.append((position, (store.index, tuple(value.shape), tuple(value.stride()),
-                                     value.storage_offset())))
+            slots.append((store.index, tuple(value.shape), tuple(value.stride()),
+                          value.storage_offset()))
     for target in written:
         batch.stores[target.untyped_storage().data_ptr()].written = True
     fresh: list[torch.Tensor | None] = []
@@ -230,13 +277,16 @@ def record(op, entry, args, kwargs, device: torch.device, key: Any,
         if tensor.numel() == 0:
             fresh_stores.append(None)
             continue
-        store = _Store(len(batch.store_list), tensor.as_strided((tensor.numel(),), (1,), 0), False)
+        with below():
+            flat = tensor.as_strided((tensor.numel(),), (1,), 0)
+        store = _Store(len(batch.store_list), flat, False)
+        store.dead_count = _use_count(flat) - 1  # less the result itself
         batch.stores[tensor.untyped_storage().data_ptr()] = store
         batch.store_list.append(store)
         fresh_stores.append(store.index)
-    batch.records.append(_Record(op, entry, args, kwargs, slots, fresh, fresh_stores,
-                                 entry.fresh_meta))
-    batch.key.append((key, tuple(b for _, b in slots), tuple(fresh_stores)))
+    batch.records.append(_Record(op, entry, template_args, template_kwargs, slots,
+                                 fresh_stores, entry.fresh_meta))
+    batch.key.append((key, tuple(slots), tuple(fresh_stores)))
     batch.device = device
     STATS.recorded += 1
     eager._count_executed(op)
@@ -281,7 +331,8 @@ def flush() -> None:
 
 def _batch_key(batch: _Batch) -> Any:
     stores = tuple(
-        (s.flat.dtype, s.flat.numel(), s.external, s.written) for s in batch.store_list
+        (s.flat.dtype, s.flat.numel(), s.external, s.written, s.external or s.alive())
+        for s in batch.store_list
     )
     cpu = tuple((t.dtype, tuple(t.shape)) for t in batch.cpu_inputs)
     return (tuple(batch.key), stores, cpu)
@@ -320,16 +371,26 @@ def _run_op_by_op(batch: _Batch) -> None:
     """The batch's ops one after another, each as its one-op program (results copied into the
     tensors already returned)."""
     STATS.op_by_op += 1
+    stores = batch.store_list
+
+    def argument(binding: tuple) -> torch.Tensor:
+        if binding[0] == "cpu":
+            return batch.cpu_inputs[binding[1]]
+        index, size, stride, offset = binding
+        return stores[index].flat.as_strided(size, stride, offset)
+
     for rec in batch.records:
-        result = rec.entry(rec.op, rec.args, rec.kwargs, batch.device)
+        tensors = iter([argument(binding) for binding in rec.slots])
+        a, k = _fill(rec.args, tensors), _fill(rec.kwargs, tensors)
+        result = rec.entry(rec.op, a, k, batch.device)
         results = result if isinstance(result, (tuple, list)) else (result,)
         fresh = []
         for value, r in zip(results, rec.op._schema.returns):
             if r.alias_info is None:
                 fresh.extend(pytree.tree_leaves(value) if value is not None else [None])
-        for pending_tensor, value in zip(rec.fresh, fresh):
-            if pending_tensor is not None and value is not None and pending_tensor.numel():
-                _raw_host(pending_tensor).copy_(_raw_host(value))
+        for index, value in zip(rec.fresh_stores, fresh):
+            if index is not None and value is not None:
+                _raw_host(stores[index].flat).copy_(_raw_host(value).reshape(-1))
 
 
 def _build(batch: _Batch) -> Any:
@@ -345,7 +406,10 @@ def _build(batch: _Batch) -> Any:
     STATS.batch_compiles += 1
     stores = batch.store_list
     external = [s.index for s in stores if s.external]
-    outputs = [s.index for s in stores if not s.external or s.written]
+    # The results still held and the external storages written, as they are at the flush.
+    outputs = [s.index for s in stores if s.written if s.external] + \
+        [s.index for s in stores if not s.external and s.alive()]
+    outputs.sort()
     written_external = {s.index for s in stores if s.external and s.written}
     records = batch.records
     n_external = len(external)
@@ -367,11 +431,8 @@ def _build(batch: _Batch) -> Any:
             return base.as_strided(size, stride, offset)
 
         for rec in records:
-            values, spec = pytree.tree_flatten((rec.args, rec.kwargs))
-            positions = [i for i, v in enumerate(values) if isinstance(v, torch.Tensor)]
-            for k, binding in rec.slots:
-                values[positions[k]] = argument(binding)
-            a, k = pytree.tree_unflatten(values, spec)
+            tensors = iter([argument(binding) for binding in rec.slots])
+            a, k = _fill(rec.args, tensors), _fill(rec.kwargs, tensors)
             result = rec.op(*a, **k)
             results = result if isinstance(result, (tuple, list)) else (result,)
             fresh = []

@@ -192,3 +192,36 @@ def test_training_steps_match_cpu():
     for p, r in zip(params, ref_params):
         torch.testing.assert_close(p, r, rtol=1e-4, atol=1e-4)
     assert runs[-1] * 3 <= op_runs[-1], (runs, op_runs)
+
+
+def test_batch_that_cannot_compile_runs_op_by_op(monkeypatch):
+    """A batch the compiler cannot take runs its ops one by one, with the same results
+    (lifted scalars too: AdamW's x / bias_correction and addcdiv_(value=-step_size))."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(6, 3)
+    x = torch.randn(4, 6)
+
+    def train(device):
+        import copy
+
+        m = copy.deepcopy(model).to(device)
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-2, foreach=False)
+        losses = []
+        for _ in range(3):
+            loss = (m(x.to(device)) ** 2).mean()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        return losses, [p.detach().cpu() for p in m.parameters()]
+
+    ref, ref_params = train("cpu")
+    monkeypatch.setattr(adaptive, "_build", lambda batch: adaptive._OP_BY_OP)
+    adaptive.clear()
+    with mode(True):
+        before = adaptive.STATS.op_by_op
+        losses, params = train(DEV)
+        assert adaptive.STATS.op_by_op > before
+    assert losses == pytest.approx(ref, rel=1e-5, abs=1e-6)
+    for p, r in zip(params, ref_params):
+        torch.testing.assert_close(p, r, rtol=1e-4, atol=1e-5)

@@ -138,9 +138,55 @@ class _Record:
     slots: list[tuple]  # the binding of each tensor slot, in order
     fresh_stores: list[int | None]
     fresh_meta: list[Any]
+    fallback_args: Any = None  # a lifted scalar's op: its arguments as called
+    fallback_kwargs: Any = None
+    lifted: str | None = None  # "other" (slot 1) or "value" (the last slot) lifted
 
 
 _SLOT = object()
+
+_LIFTABLE = frozenset(
+    getattr(torch.ops.aten, name).Tensor
+    for name in ("add", "sub", "mul", "div", "add_", "sub_", "mul_", "div_")
+)
+
+
+_VALUE_OPS = {
+    torch.ops.aten.addcdiv.default: ("div", None),
+    torch.ops.aten.addcdiv_.default: ("div", "self"),
+    torch.ops.aten.addcdiv.out: ("div", "out"),
+    torch.ops.aten.addcmul.default: ("mul", None),
+    torch.ops.aten.addcmul_.default: ("mul", "self"),
+    torch.ops.aten.addcmul.out: ("mul", "out"),
+}
+
+
+def _value_liftable(args: Any, kwargs: dict[str, Any]) -> bool:
+    return (
+        len(args) == 3 and type(kwargs.get("value")) is float
+        and set(kwargs) <= {"value", "out"}
+        and all(isinstance(a, torch.Tensor) and a.dtype == torch.float32 for a in args)
+    )
+
+
+def _replay_value_op(op: Any, args: Any, kwargs: dict[str, Any]) -> Any:
+    aten = torch.ops.aten
+    kind, writes = _VALUE_OPS[op]
+    self, t1, t2 = args
+    combined = (aten.div.Tensor if kind == "div" else aten.mul.Tensor)(t1, t2)
+    result = aten.add.Tensor(self, aten.mul.Tensor(combined, kwargs["value"]))
+    if writes == "self":
+        return self.copy_(result)
+    if writes == "out":
+        return kwargs["out"].copy_(result)
+    return result
+
+
+def _liftable(args: Any) -> bool:
+    return (
+        len(args) == 2 and type(args[1]) is float and isinstance(args[0], torch.Tensor)
+        and args[0].dtype == torch.float32 and args[0].device.type == "neuron"
+    )
 
 
 def _use_count(tensor: torch.Tensor) -> int:
@@ -211,6 +257,26 @@ def record(op, entry, args, kwargs, device: torch.device, key: Any,
     if batch.records and batch.device != device:
         flush()
         batch = _batch
+    fallback_args = fallback_kwargs = lifted = None
+    if op in _VALUE_OPS and _value_liftable(args, kwargs):
+        # addcdiv / addcmul with a Python float value= that changes from call to call
+        # (AdamW's step size): replayed as self + value * (t1 / t2) with value a 0-d float32
+        # input (PyTorch's own decomposition of these ops).
+        fallback_args = _template(args)
+        fallback_kwargs = _template(kwargs)
+        kwargs = {**kwargs, "value": torch.tensor(kwargs["value"], dtype=torch.float32)}
+        leaves = None
+        key = (op, key[1], eager._key_of(kwargs))
+        lifted = "value"
+    elif op in _LIFTABLE and _liftable(args):
+        # x / s with a Python float s that changes from call to call (AdamW's bias
+        # corrections): s becomes a 0-d float32 input of the batch (the same dtype and the
+        # same float32 arithmetic), so that the batch's program does not depend on its value.
+        fallback_args = _template(args)
+        args = (args[0], torch.tensor(args[1], dtype=torch.float32))
+        leaves = None
+        key = (op, eager._key_of(args), key[2])
+        lifted = "other"
     flat = leaves if leaves is not None else eager._leaves((args, kwargs), [])
     # First pass: check every argument, bind nothing.
     new: dict[int, tuple[torch.Tensor, torch.dtype]] = {}
@@ -285,7 +351,8 @@ def record(op, entry, args, kwargs, device: torch.device, key: Any,
         batch.store_list.append(store)
         fresh_stores.append(store.index)
     batch.records.append(_Record(op, entry, template_args, template_kwargs, slots,
-                                 fresh_stores, entry.fresh_meta))
+                                 fresh_stores, entry.fresh_meta, fallback_args,
+                                 fallback_kwargs, lifted))
     batch.key.append((key, tuple(slots), tuple(fresh_stores)))
     batch.device = device
     STATS.recorded += 1
@@ -380,8 +447,16 @@ def _run_op_by_op(batch: _Batch) -> None:
         return stores[index].flat.as_strided(size, stride, offset)
 
     for rec in batch.records:
-        tensors = iter([argument(binding) for binding in rec.slots])
-        a, k = _fill(rec.args, tensors), _fill(rec.kwargs, tensors)
+        if rec.lifted is not None:  # the scalar as called (the entry compiled it in)
+            bindings = [argument(b) for b in rec.slots]
+            del bindings[1 if rec.lifted == "other" else 3]  # other: slot 1; value: after 3
+            tensors = iter(bindings)
+            a = _fill(rec.fallback_args, tensors)
+            k = _fill(rec.fallback_kwargs if rec.fallback_kwargs is not None else rec.kwargs,
+                      tensors)
+        else:
+            tensors = iter([argument(binding) for binding in rec.slots])
+            a, k = _fill(rec.args, tensors), _fill(rec.kwargs, tensors)
         result = rec.entry(rec.op, a, k, batch.device)
         results = result if isinstance(result, (tuple, list)) else (result,)
         fresh = []
@@ -433,7 +508,10 @@ def _build(batch: _Batch) -> Any:
         for rec in records:
             tensors = iter([argument(binding) for binding in rec.slots])
             a, k = _fill(rec.args, tensors), _fill(rec.kwargs, tensors)
-            result = rec.op(*a, **k)
+            if rec.lifted == "value":
+                result = _replay_value_op(rec.op, a, k)
+            else:
+                result = rec.op(*a, **k)
             results = result if isinstance(result, (tuple, list)) else (result,)
             fresh = []
             for value, r in zip(results, rec.op._schema.returns):

@@ -20,6 +20,10 @@ stride, offset). A flush runs the recorded ops as one program:
 - compiled batches are cached by the batch's structure: the ops with their decision keys,
   which storage and what view of it each argument is, and the storages' sizes; a training
   loop's steps repeat the same batches and hit the cache.
+- a float32 tensor op a Python float (add/sub/mul/div) and addcdiv/addcmul's float value= take
+  the float as a 0-d float32 input of the batch instead of a constant, so that batches with
+  per-step scalars (AdamW's bias corrections and step size) are the same program every step
+  (NEURONSIM_ADAPTIVE_EAGER_LIFT_SCALARS=0 keeps them constants: one compile per new value).
 - a batch that cannot be compiled as a whole (an op the batch's graph cannot express) runs op
   by op, as without adaptive mode, with the same results.
 
@@ -65,6 +69,10 @@ def _env_max_ops() -> int:
 
 _enabled = False
 max_ops = _env_max_ops()
+# Per-call float scalars as batch inputs (see record()): steady state without recompiles, at
+# the cost of one 0-d input per scalar in the program's simulated time.
+lift_scalars = os.environ.get("NEURONSIM_ADAPTIVE_EAGER_LIFT_SCALARS", "1").strip().lower() \
+    not in _FALSE
 _MAX_CACHED = 512  # compiled batches kept (the oldest is dropped beyond this)
 
 
@@ -258,7 +266,9 @@ def record(op, entry, args, kwargs, device: torch.device, key: Any,
         flush()
         batch = _batch
     fallback_args = fallback_kwargs = lifted = None
-    if op in _VALUE_OPS and _value_liftable(args, kwargs):
+    if not lift_scalars:
+        pass
+    elif op in _VALUE_OPS and _value_liftable(args, kwargs):
         # addcdiv / addcmul with a Python float value= that changes from call to call
         # (AdamW's step size): replayed as self + value * (t1 / t2) with value a 0-d float32
         # input (PyTorch's own decomposition of these ops).

@@ -1,17 +1,21 @@
 """Eager training of a tiny GPT-2 step on the `neuron` device: programs run, wall time and
-simulated time per step (issue 28, adaptive eager).
+simulated time per step, op by op and with adaptive eager (issue 28).
 
 One step is forward + backward + AdamW step of the GPT-style model of bench/train_step.py
 (tied embeddings, causal attention, GELU MLP), on neuron tensors in eager mode. The first
-steps compile each op's program; the step is then timed with every program cached. Losses are
-compared with the same steps in CPU eager PyTorch.
+steps compile each op's program (op by op) or each batch's program (adaptive); the steps are
+then timed with every program cached. Losses are compared with the same steps in CPU eager
+PyTorch.
 
-Today this measures the op-by-op mode (each eager op runs as its own one-op program): the
-baseline that adaptive eager (consecutive ops batched into one program) is measured against.
+Two modes, in the same process, on the same model and batches:
+- op by op: each eager op runs as its own one-op program (the default);
+- adaptive: consecutive eager ops are recorded and run as one program per batch
+  (NEURONSIM_ADAPTIVE_EAGER=1; neuronsim/device/adaptive.py).
+The modes alternate for --rounds rounds; the wall time per step is the best cached step.
 
-    python bench/eager_adaptive.py [--steps 3] [--layers 2] [--d 64] [--seq 16]
+    python bench/eager_adaptive.py [--steps 4] [--rounds 2] [--layers 2] [--d 64] [--seq 16]
 
-Prints a markdown section (to append to bench/results/eager.md with --out).
+Prints a markdown section; --out FILE rewrites that section of FILE (other sections kept).
 """
 
 from __future__ import annotations
@@ -29,9 +33,10 @@ os.environ.setdefault("TORCH_NEURONX_RETAIN_DEVICE_MODE", "1")
 import torch
 
 import neuronsim  # noqa: F401  (registers the device)
-from neuronsim.device import eager
+from neuronsim.device import adaptive, eager
 
 sys.path.insert(0, os.path.dirname(__file__))
+from eager_overhead import write_section  # noqa: E402
 from train_step import GPT  # noqa: E402
 
 
@@ -75,53 +80,74 @@ def train(model, batches, device: str):
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--d", type=int, default=64)
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--seq", type=int, default=16)
     parser.add_argument("--batch", type=int, default=2)
     parser.add_argument("--vocab", type=int, default=128)
-    parser.add_argument("--out", default=None, help="append the section to this file")
+    parser.add_argument("--out", default=None, help="rewrite this section of this file")
     args = parser.parse_args()
 
     model, batches = make(args)
     cpu = train(model, batches, "cpu")
-    dev = train(model, batches, "neuron")
-    loss_diff = max(abs(a - b) for a, b in zip(cpu["losses"], dev["losses"]))
-    param_diff = max(
-        (cpu["params"][n] - dev["params"][n]).abs().max().item() for n in cpu["params"]
-    )
     # Steps after the first run with every program cached.
     warm = slice(1, None) if args.steps > 1 else slice(0, None)
-    wall = min(dev["walls"][warm])
+    modes = {"op by op": False, f"adaptive (max {adaptive.max_ops} ops / batch)": True}
+    runs: dict[str, list] = {name: [] for name in modes}
+    for _ in range(args.rounds):
+        for name, on in modes.items():
+            adaptive.set_enabled(on)
+            runs[name].append(train(model, batches, "neuron"))
+    adaptive.set_enabled(False)
+    rows, notes = [], []
+    base_wall = base_programs = None
+    for name, results in runs.items():
+        dev = results[-1]
+        wall = min(min(r["walls"][warm]) for r in results)
+        loss_diff = max(abs(a - b) for r in results for a, b in zip(cpu["losses"], r["losses"]))
+        param_diff = max(
+            (cpu["params"][n] - dev["params"][n]).abs().max().item() for n in cpu["params"]
+        )
+        if base_wall is None:
+            base_wall, base_programs = wall, dev["programs"][-1]
+        speedup = base_wall / wall
+        fewer = base_programs / max(dev["programs"][-1], 1)
+        rows.append(
+            f"| {name} | {dev['programs'][-1]} ({fewer:.1f}x fewer) | {dev['cpu_runs'][-1]} | "
+            f"{wall:.3f} ({speedup:.2f}x) | {dev['sims'][-1] / 1e3:.1f} | {loss_diff:.2e} | "
+            f"{param_diff:.2e} |"
+        )
+        notes.append(f"{name}: losses {', '.join(f'{v:.5f}' for v in dev['losses'])}")
     lines = [
-        "## Eager training step of a tiny GPT-2 (op by op)",
+        "## Eager training step of a tiny GPT-2 (op by op and adaptive eager)",
         "",
-        f"Produced by: `python bench/eager_adaptive.py --steps {args.steps} --layers "
-        f"{args.layers} --d {args.d} --seq {args.seq}`",
+        f"Produced by: `python bench/eager_adaptive.py --steps {args.steps} --rounds "
+        f"{args.rounds} --layers {args.layers} --d {args.d} --seq {args.seq}`",
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}, "
-        f"target {torch.neuron.target()}. Model: {args.layers} layers, d_model {args.d}, "
-        f"{args.heads} heads, seq {args.seq}, batch {args.batch}, vocab {args.vocab}; "
-        "forward + backward + AdamW step, eager on the neuron device.",
+        f"target {torch.neuron.target()}. Date: {time.strftime('%Y-%m-%d')}. Model: "
+        f"{args.layers} layers, d_model {args.d}, {args.heads} heads, seq {args.seq}, batch "
+        f"{args.batch}, vocab {args.vocab}; forward + backward + AdamW step, eager on the "
+        f"neuron device. Wall: the best cached step over {args.rounds} rounds of both modes "
+        "(alternating, so that load from other processes hits both alike); CPU eager: "
+        f"{min(cpu['walls'][warm]):.4f} s / step.",
         "",
         "| mode | programs run / step | CPU-fallback ops / step | wall / step, cached (s) | "
-        "simulated / step (us) | CPU eager wall / step (s) |",
-        "|---|---|---|---|---|---|",
-        f"| op by op | {dev['programs'][-1]} | {dev['cpu_runs'][-1]} | {wall:.3f} | "
-        f"{dev['sims'][-1] / 1e3:.1f} | {min(cpu['walls'][warm]):.4f} |",
+        "simulated / step (us) | max \\|loss diff\\| vs CPU | max \\|param diff\\| vs CPU |",
+        "|---|---|---|---|---|---|---|",
+        *rows,
         "",
-        f"Losses (neuron): {', '.join(f'{v:.5f}' for v in dev['losses'])}; CPU eager: "
-        f"{', '.join(f'{v:.5f}' for v in cpu['losses'])}; max |loss diff| {loss_diff:.2e}, "
-        f"max |param diff| after {args.steps} steps {param_diff:.2e}.",
+        f"CPU eager: losses {', '.join(f'{v:.5f}' for v in cpu['losses'])}; "
+        + "; ".join(notes) + f" (param diffs after {args.steps} steps).",
         "",
     ]
     text = "\n".join(lines)
     print(text)
     if args.out:
-        with open(args.out, "a") as f:
-            f.write("\n" + text)
+        write_section(args.out, text)
     return 0
 
 

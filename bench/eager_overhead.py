@@ -143,9 +143,32 @@ def write(rows, calls: int, path: str) -> None:
         f"(range {min(overheads):.0f} to {max(overheads):.0f} us).",
         "",
     ]
-    with open(path, "w") as f:
-        f.write("\n".join(lines))
+    write_section(path, "\n".join(lines), first=True)
     print("\n".join(lines))
+
+
+def write_section(path: str, text: str, first: bool = False) -> None:
+    """Replaces the section of `path` that starts with text's first line (a markdown
+    heading) by `text`, up to the next heading of level 1 or 2; other scripts' sections are
+    kept. A new section goes first (`first`) or last."""
+    heading = text.splitlines()[0]
+    try:
+        with open(path) as f:
+            old = f.read().splitlines()
+    except FileNotFoundError:
+        old = []
+    new = text.rstrip("\n").splitlines()
+    if heading in old:
+        start = old.index(heading)
+        end = next((i for i in range(start + 1, len(old))
+                    if old[i].startswith(("# ", "## "))), len(old))
+        lines = old[:start] + new + ([""] if end < len(old) else []) + old[end:]
+    elif first:
+        lines = new + ([""] if old else []) + old
+    else:
+        lines = old + ([""] if old else []) + new
+    with open(path, "w") as f:
+        f.write("\n".join(lines).rstrip("\n") + "\n")
 
 
 def main() -> int:

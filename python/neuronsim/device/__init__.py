@@ -52,6 +52,9 @@ def register() -> None:
 
     allow_neuron_tensors()  # flex_attention accepts neuron tensors (about 17 ms of import)
     sharing.install()  # neuron tensors through torch.multiprocessing (DataLoader workers)
+    from . import adaptive
+
+    adaptive.configure_from_environment()  # NEURONSIM_ADAPTIVE_EAGER
     _registered = True
 
 

@@ -31,7 +31,7 @@ import torch.fx
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.utils import _pytree as pytree
 
-from . import hbm
+from . import adaptive, hbm
 from .no_dynamo import outside_dynamo
 from ..tracing import like_a_dynamo_compile
 
@@ -67,6 +67,7 @@ _generator: Callable[[], Any] | None = None  # module.default_generator, set by 
 def clear() -> None:
     """Forgets the cached decisions and one-time warnings; zeroes the counters."""
     global STATS
+    adaptive.clear()  # runs pending ops, forgets compiled batches
     with _lock:
         _entries.clear()
         _warned.clear()
@@ -108,7 +109,8 @@ def run_op(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
 def _run_op(op: torch._ops.OpOverload, args: Any, kwargs: Any) -> Any:
     if _INDICES in _tensor_list_arguments(op):
         args, kwargs = _indices_on_device(op, args, kwargs)
-    device = _device_of(op, args, kwargs)
+    leaves = _leaves((args, kwargs), [])
+    device = _device_of(op, args, kwargs, leaves)
     key = (op, _key_of(args), _key_of(kwargs))
     STATS.ops += 1
     with _lock:
@@ -122,6 +124,15 @@ def _run_op(op: torch._ops.OpOverload, args: Any, kwargs: Any) -> Any:
             _entries[key] = entry
             if len(_entries) > _MAX_ENTRIES:
                 _entries.popitem(last=False)
+    if adaptive._enabled and type(entry) is _Program:
+        if entry.recordable:
+            try:
+                return adaptive.record(op, entry, args, kwargs, device, key, leaves)
+            except adaptive.CannotRecord:
+                pass
+        adaptive.STATS.not_recorded += 1
+        log.debug("neuron: adaptive eager: %s runs as its own program", op)
+    # (a pending batch is run first by whatever reads device memory: host_view, copies, ...)
     return entry(op, args, kwargs, device)
 
 
@@ -190,12 +201,31 @@ def _indices_on_device(op: torch._ops.OpOverload, args: Sequence[Any], kwargs: d
     return (*args[:position], moved, *args[position + 1 :]), kwargs
 
 
-def _device_of(op: torch._ops.OpOverload, args: Sequence[Any], kwargs: dict[str, Any]):
+def _leaves(value: Any, out: list[Any]) -> list[Any]:
+    """The leaves of an op's arguments in pytree's order (tuples and lists in order, dicts in
+    insertion order, None skipped), without pytree's cost."""
+    kind = type(value)
+    if kind is tuple or kind is list:
+        for item in value:
+            _leaves(item, out)
+    elif kind is dict:
+        for item in value.values():
+            _leaves(item, out)
+    elif value is not None:
+        if isinstance(value, (tuple, list, dict)):  # a namedtuple, OrderedDict, ...
+            out.extend(pytree.tree_leaves(value))
+        else:
+            out.append(value)
+    return out
+
+
+def _device_of(op: torch._ops.OpOverload, args: Sequence[Any], kwargs: dict[str, Any],
+               leaves: list[Any] | None = None):
     """The neuron device the op runs on; a non-scalar CPU tensor among its arguments is the
     error PyTorch gives for tensors on two devices."""
     device: torch.device | None = None
     other: torch.device | None = None
-    for value in pytree.tree_leaves((args, kwargs)):
+    for value in leaves if leaves is not None else _leaves((args, kwargs), []):
         if isinstance(value, torch.Tensor):
             if value.device.type == "neuron":
                 if device is not None and device != value.device:
@@ -269,11 +299,24 @@ def _aliased_arguments(op: torch._ops.OpOverload, args: Sequence[Any], kwargs: d
             yield argument, args[index]
 
 
+@functools.cache
+def _written_arguments(op: torch._ops.OpOverload) -> tuple[tuple[int, str, bool], ...]:
+    """(position, name, keyword-only) of each argument the op's schema marks as written."""
+    return tuple(
+        (index, argument.name, argument.kwarg_only)
+        for index, argument in enumerate(op._schema.arguments)
+        if argument.alias_info is not None and argument.alias_info.is_write
+    )
+
+
 def _mutated_tensors(op: torch._ops.OpOverload, args: Sequence[Any], kwargs: dict[str, Any]):
     """The tensors the op writes (in-place self, out=), in schema order."""
     written: list[torch.Tensor] = []
-    for argument, value in _aliased_arguments(op, args, kwargs):
-        if argument.alias_info.is_write:
+    for index, name, kwarg_only in _written_arguments(op):
+        value = kwargs.get(name) if kwarg_only or index >= len(args) else args[index]
+        if isinstance(value, torch.Tensor):
+            written.append(value)
+        elif value is not None:
             written.extend(v for v in pytree.tree_leaves(value) if isinstance(v, torch.Tensor))
     return written
 
@@ -287,6 +330,11 @@ class _Program:
     fresh_results: int
     written_positions: list[int]  # in the flattened arguments, as the graph returns them
     timed: Any  # the CompiledGraph inside `compiled` (complex ops: a boundary around it)
+    # For adaptive eager (adaptive.py): (shape, dtype) of each fresh result (None: undefined),
+    # the shapes of the written tensors, and whether the op can be recorded into a batch.
+    fresh_meta: list[Any]
+    written_shapes: list[tuple[int, ...]]
+    recordable: bool
 
     def __call__(self, op, args, kwargs, device: torch.device) -> Any:
         flat = pytree.tree_leaves((args, kwargs))
@@ -346,7 +394,10 @@ def _program_entry(op: torch._ops.OpOverload, args: Any, kwargs: Any) -> _Progra
                 fresh.extend(pytree.tree_leaves(value))
         return (*fresh, *(copies[p] for p in written_positions))
 
-    host_inputs = [hbm.host_view(flat[i]) for i in positions]
+    # (CPU views only for their metadata: a pending adaptive batch need not run first)
+    host_inputs = [adaptive._raw_host(flat[i]) for i in positions]
+    if any(t.is_neg() or t.is_conj() for t in host_inputs):
+        host_inputs = [hbm.host_view(flat[i]) for i in positions]
     _check_compute_dtypes(t.dtype for t in host_inputs)
     try:
         # Traced in a clean dispatch state: the op may come from inside a __torch_dispatch__
@@ -365,6 +416,12 @@ def _program_entry(op: torch._ops.OpOverload, args: Any, kwargs: Any) -> _Progra
         v.dtype for v in pytree.tree_leaves(_fresh_outputs_meta(gm)) if isinstance(v, torch.Tensor)
     )
     fresh_results = len(_fresh_outputs(gm)) - len(written_positions)
+    metas = _fresh_outputs_meta(gm)
+    fresh_meta = [
+        (tuple(v.shape), v.dtype) if isinstance(v, torch.Tensor) else None
+        for v in metas[:fresh_results]
+    ]
+    written_shapes = [tuple(v.shape) for v in metas[fresh_results:]]
     # Complex tensors: real arithmetic on [..., 2] planes, as in compiled graphs.
     lowered = lower_complex(gm)
     graph_inputs = lowered.example_inputs(host_inputs) if lowered is not None else host_inputs
@@ -378,7 +435,13 @@ def _program_entry(op: torch._ops.OpOverload, args: Any, kwargs: Any) -> _Progra
         raise _NotForTheDevice(str(error).splitlines()[0]) from None
     STATS.programs_compiled += 1
     compiled = lowered.wrap(timed) if lowered is not None else timed
-    return _Program(compiled, fresh_results, written_positions, timed)
+    return _Program(compiled, fresh_results, written_positions, timed, fresh_meta,
+                    written_shapes, recordable=lowered is None and not _is_random(op))
+
+
+def _is_random(op: torch._ops.OpOverload) -> bool:
+    """Random ops run on their own in adaptive eager mode: each draws as it does op by op."""
+    return torch.Tag.nondeterministic_seeded in op.tags
 
 
 # Dtypes eager programs compute in as others: float64 as float32, complex as real planes.

@@ -186,9 +186,17 @@ def Event(enable_timing: bool = False, blocking: bool = False, interprocess: boo
     return torch.Event(device="neuron", enable_timing=enable_timing)
 
 
+def _flush() -> None:
+    from . import adaptive
+
+    adaptive.flush()
+
+
 def synchronize(device: Any = None) -> None:
-    """Returns at once: the simulator has finished every program when its call returns."""
+    """Runs the pending adaptive eager batch (if any); otherwise returns at once: the simulator
+    has finished every program when its call returns."""
     _index(device)
+    _flush()
 
 
 def get_device_name(device: Any = None) -> str:
@@ -356,6 +364,7 @@ def memory_stats(device: Any = None) -> dict[str, Any]:
     num_alloc_retries), capacity_bytes, and host_to_device_* / device_to_host_* /
     device_to_device_* (count, bytes, ns) and clock_ns."""
     index = _index(device)
+    _flush()
     capacity = hbm.memory_stats(index)[2]
     return {
         **torch.accelerator.memory_stats(index),  # the allocator's (a c10::DeviceAllocator)
@@ -384,4 +393,5 @@ def reset_dynamo_metrics() -> None:
 
 def simulated_time_ns(device: Any = None) -> float:
     """The device clock: simulated ns of every program, eager op and copy run on it so far."""
+    _flush()
     return hbm.transfer_stats(_index(device))["clock_ns"]

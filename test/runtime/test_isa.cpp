@@ -8,6 +8,7 @@
 #include "runtime/simulator/Simulator.h"
 #include "runtime/simulator/timing/CostModel.h"
 
+#include "IsaHarness.h"
 #include "ProgramBuilder.h"
 
 #include <catch2/catch.hpp>
@@ -23,19 +24,12 @@
 using namespace neuron::runtime;
 using namespace neuron::runtime::test;
 using Catch::Matchers::Contains;
+using neuron::runtime::test::isa::bits;
+using neuron::runtime::test::isa::make;
+using neuron::runtime::test::isa::randoms;
+using neuron::runtime::test::isa::target;
 
 namespace {
-
-const Target &target(const char *name) { return *findTarget(name); }
-
-std::vector<float> randoms(size_t n, uint32_t seed, float lo = -2, float hi = 2) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = d(gen);
-  return v;
-}
 
 /// A program that loads f32 [rows, cols] inputs into SBUF tiles, runs one instruction on
 /// them and stores its dst: the harness of the numeric tests.
@@ -77,22 +71,8 @@ struct OneOp {
   }
 };
 
-Instruction make(Opcode op, int queue, AccessPattern dst, std::vector<AccessPattern> srcs) {
-  Instruction in;
-  in.opcode = op;
-  in.queue = uint16_t(queue);
-  in.dst = std::move(dst);
-  in.srcs = std::move(srcs);
-  return in;
-}
-
 double cyclesOf(const Target &t, Instruction in, std::vector<BufferDecl> buffers = {});
 
-uint32_t bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
 
 } // namespace
 

@@ -179,7 +179,7 @@ def peer_program(target, name, n):
     return json.dumps({
         "format": "neuronsim-program", "version": _C.PROGRAM_FORMAT_VERSION,
         "target": target + "-lnc2", "flops": 0, "loops": [], "origins": [],
-        "buffers": [{"name": "b0", "kind": "input", "index": 0, "dtype": "f32", "shape": [1]}],
+        "buffers": [{"name": "b0", "kind": "internal", "dtype": "f32", "shape": [1]}],
         "instructions": insts,
     })
 
@@ -189,7 +189,7 @@ def peer_cost(target, name, n, facts):
     GpSimd cycles of one core."""
     prog = _C.Program.from_json(peer_program(target, name, n))
     try:
-        _, stats = prog.run([torch.utils.dlpack.to_dlpack(torch.zeros(1))], timing_only=True)
+        _, stats = prog.run([], timing_only=True)
     except RuntimeError as e:
         return str(e), None
     if name == "sendrecv":

@@ -30,6 +30,8 @@ TARGETS = ["trn1", "trn2", "trn3"]
 SIZES = [64, 256, 512]
 DMA_SIZES = [64, 1024, 4096]
 MIN_II = 64
+STATIC = 100  # HARDWARE.md: the static overhead of tiny instructions (staticOverheadCycles)
+ACCESS = 60   # HARDWARE.md: the per-access start-up (accessOverheadCycles)
 
 
 def sbuf(dtype, free, offset=0, parts=128, partition=0):
@@ -144,6 +146,58 @@ def cases(n):
     }
 
 
+# The sequencer ops (register_*, core_barrier): charged their own overheads (no access
+# overhead added, no MIN_II floor). Per instruction: (engine, the instructions before it that
+# it needs (an allocation, a value), their cycles, its operands, its cycles). Sizes do not
+# matter to them.
+SBUF_I32 = {"space": "sbuf", "dtype": "i32", "partition": 0, "offset": 0, "dims": [[1, 1], [1, 1]]}
+SEQUENCER = {
+    "register_alloc": ("vector", [], 0, {"reg": 0, "reg_init": True, "imm": [5, 0]}, STATIC),
+    "register_move": ("vector", [{"op": "register_alloc", "reg": 0}], 0,
+                      {"reg": 0, "imm": [5, 0]}, STATIC),
+    "register_load": ("vector", [{"op": "register_alloc", "reg": 0}], 0,
+                      {"reg": 0, "srcs": [SBUF_I32]}, STATIC + ACCESS),
+    "register_store": ("vector", [{"op": "register_alloc", "reg": 0, "reg_init": True,
+                                   "imm": [5, 0]}], STATIC,
+                       {"reg": 0, "dst": SBUF_I32}, STATIC + ACCESS),
+}
+
+
+def peer_program(target, name, n):
+    """sendrecv / core_barrier on the two physical cores of `target`-lnc2: one per core."""
+    per_core = 21  # kQueuesPerCore
+    insts = []
+    for core in range(2):
+        if name == "sendrecv":
+            tile = dict(sbuf("f32", n), core=core)
+            insts.append({"op": name, "queue": core * per_core + QUEUES["dma"], "pipe": 0,
+                          "dst": dict(tile, offset=4 * n), "srcs": [tile]})
+        else:
+            insts.append({"op": name, "queue": core * per_core + QUEUES["gpsimd"],
+                          "dst": {"space": "hbm", "dtype": "f32", "buffer": 0, "offset": 0,
+                                  "dims": [[1, 1]]}})
+    return json.dumps({
+        "format": "neuronsim-program", "version": _C.PROGRAM_FORMAT_VERSION,
+        "target": target + "-lnc2", "flops": 0, "loops": [], "origins": [],
+        "buffers": [{"name": "b0", "kind": "internal", "dtype": "f32", "shape": [1]}],
+        "instructions": insts,
+    })
+
+
+def peer_cost(target, name, n, facts):
+    """(measured, formula): sendrecv in ns of DMA (both ends move at once), core_barrier in
+    GpSimd cycles of one core."""
+    prog = _C.Program.from_json(peer_program(target, name, n))
+    try:
+        _, stats = prog.run([], timing_only=True)
+    except RuntimeError as e:
+        return str(e), None
+    if name == "sendrecv":
+        bw, desc = facts["dma_bytes_per_ns_per_queue"], facts["dma_descriptor_min_bytes"]
+        return stats["engine_busy_ns"]["dma"], 128 * max(4 * n, desc) / bw
+    return stats["engine_busy_ns"]["gpsimd"] * facts["gpsimd_ghz"] / 2, 2 * STATIC
+
+
 def dma_cases(n, facts):
     """DMA rows: a [128, n] fp32 load in rows of n elements, and a dma_transpose of [n, 128]."""
     bw = facts["dma_bytes_per_ns_per_queue"]
@@ -161,19 +215,24 @@ def dma_cases(n, facts):
     }
 
 
-def program(target, name, queue, inst, buffers=()):
+EMPTY_DST = {"space": "hbm", "dtype": "f32", "buffer": 0, "offset": 0, "dims": []}
+
+
+def program(target, name, queue, inst, buffers=(), before=()):
+    insts = [dict({"dst": EMPTY_DST}, **b, queue=queue) for b in before]
     return json.dumps({
         "format": "neuronsim-program", "version": _C.PROGRAM_FORMAT_VERSION, "target": target,
         "flops": 0, "loops": [], "origins": [],
         "buffers": [{"name": f"b{i}", "kind": "input", "index": i, "dtype": "f32", "shape": s}
                     for i, s in enumerate(buffers)],
-        "instructions": [dict(inst, op=name, queue=queue)],
+        "instructions": insts + [dict({"dst": EMPTY_DST}, **inst, op=name, queue=queue)],
     })
 
 
-def simulate(target, name, queue, inst, buffers=()):
-    """Simulated ns of the one-instruction program, or the simulator's refusal."""
-    prog = _C.Program.from_json(program(target, name, queue, inst, buffers))
+def simulate(target, name, queue, inst, buffers=(), before=()):
+    """Simulated ns of the program (`before`, then the instruction), or the simulator's
+    refusal."""
+    prog = _C.Program.from_json(program(target, name, queue, inst, buffers, before))
     inputs = [torch.utils.dlpack.to_dlpack(torch.zeros(shape)) for shape in buffers]
     try:
         _, stats = prog.run(inputs, timing_only=True)
@@ -199,6 +258,35 @@ def main() -> None:
             values = []
             sizes = DMA_SIZES if name in ("dma_copy", "dma_transpose") else SIZES
             for n in sizes:
+                if name in SEQUENCER:
+                    engine, before, before_cycles, inst, want = SEQUENCER[name]
+                    stats = simulate(target, name, QUEUES[engine], inst, before=before)
+                    if isinstance(stats, str):
+                        values.append("error")
+                        note = stats
+                        mismatches += 1
+                        continue
+                    cycles = stats["engine_busy_ns"][engine] * f[f"{engine}_ghz"] - before_cycles
+                    ok = abs(cycles - want) < 1e-6 * max(1.0, want)
+                    mismatches += not ok
+                    values.append(f"{cycles:g}" + ("" if ok else f" (formula {want:g})"))
+                    continue
+                if name in ("sendrecv", "core_barrier"):
+                    got, want = peer_cost(target, name, n, f)
+                    if isinstance(got, str):
+                        values.append("error")
+                        note = got
+                        mismatches += 1
+                        continue
+                    ok = abs(got - want) < 1e-6 * max(1.0, want)
+                    mismatches += not ok
+                    unit = " ns" if name == "sendrecv" else ""
+                    values.append(f"{got:.0f}{unit}" + ("" if ok else f" (formula {want:.0f})"))
+                    if not note:
+                        note = (f"on {target}-lnc2, one per physical core" +
+                                ("; ns of DMA at N = 64 / 256 / 512" if name == "sendrecv"
+                                 else "; cycles of one core's GpSimd"))
+                    continue
                 c = cases(n).get(name)
                 if c is not None:
                     engine, inst, formula = c

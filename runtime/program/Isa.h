@@ -17,11 +17,12 @@ const char *generationName(Generation g);
 /// ReduceRes is structural, not a field: the instruction's last source is a second output it
 /// writes (a [P, 1] reduce result), which the hazard detector counts as a write.
 /// ReadsDst likewise: the instruction reads dst before writing it (keeps some of its elements).
+/// Reg: `reg` (and regSrc, regInit) name a register of the instruction's queue (register_*).
 /// Rng likewise: the instruction draws random numbers (the run's seed and the numbers it drew
 /// in earlier iterations key them, as a Random instruction's).
 enum class Field : uint8_t {
   Func, Alu, Alu2, Imm, Accumulate, Reverse, Axes, Collective, Affine, ReduceRes, ReadsDst,
-  ReduceCmd, Rng, ReduceOp
+  ReduceCmd, Rng, ReduceOp, Reg
 };
 
 /// One row of Isa.def.
@@ -78,6 +79,13 @@ inline bool readsDst(const Instruction &inst) {
   return ((inst.opcode == Opcode::Matmul || inst.opcode == Opcode::DmaScatter) &&
           inst.accumulate) ||
          usesField(inst.opcode, Field::ReadsDst);
+}
+
+/// Whether `op`'s dst is a memory operand it writes: not register_alloc / move / load (their
+/// target is a register) nor core_barrier (whose dst names the synchronized tensor).
+inline bool dstIsOperand(Opcode op) {
+  return op != Opcode::RegisterAlloc && op != Opcode::RegisterMove &&
+         op != Opcode::RegisterLoad && op != Opcode::CoreBarrier;
 }
 
 } // namespace neuron::runtime

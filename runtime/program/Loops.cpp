@@ -28,7 +28,14 @@ std::string loopNestProblem(const std::vector<Loop> &loops,
     bad = k;
     const Loop &l = loops[k];
     if (l.count < 1)
-      return "count " + std::to_string(l.count) + " must be at least 1";
+      return "count " + std::to_string(l.count) + " must be at least 1" +
+             (l.dynamic() ? " (a dynamic loop's count is its bound)" : "");
+    if (l.whileLoop && !l.dynamic())
+      return "a while loop needs a condition register";
+    if (l.dynamic() && (l.countReg.queue >= kNumQueues || l.countReg.index >= kRegistersPerQueue))
+      return "register " + std::to_string(l.countReg.index) + " of queue " +
+             std::to_string(l.countReg.queue) + " does not exist (" +
+             std::to_string(kRegistersPerQueue) + " registers per queue)";
     if (l.begin >= l.end)
       return "range " + rangeText(l) + " is empty";
     if (l.end > numInstructions)

@@ -85,6 +85,18 @@ const char *engineName(Engine e);
 /// no queue.
 std::string queueName(int queue);
 
+/// Registers of one queue's sequencer: each engine sequencer of a NeuronCore holds 64 32-bit
+/// registers (nki.isa.register_alloc, NC-v2 to v4; HARDWARE.md). NeuronSim gives every queue
+/// (compute engines and DMA queues) its own set.
+inline constexpr int kRegistersPerQueue = 64;
+
+/// One register: register `index` of queue `queue`'s sequencer; queue < 0: none.
+struct RegRef {
+  int16_t queue = -1;
+  uint8_t index = 0;
+  bool valid() const { return queue >= 0; }
+};
+
 /// A strided view of memory.
 ///  - Hbm: `buffer` indexes Program::buffers, `offset` is in elements, every
 ///    entry of `dims` is {stride in elements, size}.
@@ -103,6 +115,12 @@ struct AccessPattern {
   uint32_t partition = 0;
   int64_t offset = 0;
   std::vector<LoopTerm> offsetTerms; // added to offset, per loop iteration
+  /// Dynamic addressing (NKI's `.ap(scalar_offset=register)`): each instance adds the value
+  /// of this register times offsetRegScale to offset, checked against the buffer at run
+  /// time. HBM patterns of dma_copy only; the register is one of a compute queue of the
+  /// instruction's physical core (the engine that triggers the DMA).
+  RegRef offsetReg;
+  int64_t offsetRegScale = 0;
   std::vector<std::array<int64_t, 2>> dims;
 
   int64_t numElements() const;
@@ -226,6 +244,13 @@ struct Instruction {
   AluOp reduceOp = AluOp::Add;  // F(ReduceOp) rows (activate2): the registers' reduce
   CollectiveKind collective = CollectiveKind::AllReduce; // Collective: what it computes
   uint16_t group = 0;           // Collective: index into Program::groups.
+  uint8_t reg = 0;              // register_*: the register (of the instruction's queue) it
+                                // allocates, writes (move, load) or reads (store).
+  int16_t regSrc = -1;          // register_move: the source register of the same queue, or
+                                // -1: imm[0].
+  bool regInit = false;         // register_alloc: initialize the register to imm[0].
+  uint16_t pipe = 0;            // sendrecv: pipe_id; the k-th sendrecv of a pipe on one core
+                                // pairs with the k-th of that pipe on the other.
   uint32_t origin = 0;          // index into Program::origins (the ATen node), for traces.
 };
 
@@ -246,9 +271,20 @@ struct BufferDecl {
 /// nest properly; Program::loops is sorted by begin, an outer loop before an
 /// inner loop with the same begin. Running a program runs its instructions in
 /// order, expanding the loops (the same order as if the bodies were unrolled).
+///
+/// A dynamic loop (NKI's nl.dynamic_range / fori_loop / while_loop, compiled to sequencer
+/// branches) names a register `countReg`: a counted one runs the register's value at loop
+/// entry times (0 .. count; outside is a SimulationError), a `whileLoop` runs while the register
+/// is nonzero, checked before each iteration, at most `count` times (more is a
+/// SimulationError). `count` is then the loop's bound: semaphore waits are written for `count`
+/// iterations, and on exit every queue's semaphore advances by the instances of the
+/// iterations not run (the compiler's semaphore adjustment at a dynamic loop's exit).
 struct Loop {
   uint32_t begin = 0, end = 0;
   int64_t count = 1;
+  RegRef countReg;        // valid: a dynamic loop
+  bool whileLoop = false; // with countReg: loop while it is nonzero
+  bool dynamic() const { return countReg.valid(); }
 };
 
 struct Program {

@@ -174,6 +174,10 @@ json apToJson(const AccessPattern &ap) {
   j["offset"] = ap.offset;
   if (!ap.offsetTerms.empty())
     j["terms"] = termsToJson(ap.offsetTerms);
+  if (ap.offsetReg.valid()) { // a dynamic offset: [queue, register], scale
+    j["offset_reg"] = {ap.offsetReg.queue, ap.offsetReg.index};
+    j["offset_reg_scale"] = ap.offsetRegScale;
+  }
   json dims = json::array();
   for (const auto &d : ap.dims)
     dims.push_back({d[0], d[1]});
@@ -235,6 +239,14 @@ json instructionToJson(const Instruction &in) {
     j["collective"] = collectiveKindName(in.collective);
   if (uses(Field::Collective) || in.group != 0)
     j["group"] = in.group;
+  if (uses(Field::Reg) || in.reg != 0)
+    j["reg"] = in.reg;
+  if (in.regSrc >= 0)
+    j["reg_src"] = in.regSrc;
+  if (in.regInit)
+    j["reg_init"] = true;
+  if (op == Opcode::SendRecv || in.pipe != 0)
+    j["pipe"] = in.pipe;
   if (in.origin != 0)
     j["origin"] = in.origin;
   return j;
@@ -263,8 +275,16 @@ json programToTree(const Program &p, bool binary) {
   for (const auto &in : p.instructions)
     insts.push_back(instructionToJson(in));
   json loops = json::array();
-  for (const Loop &l : p.loops)
-    loops.push_back({l.begin, l.end, l.count});
+  for (const Loop &l : p.loops) {
+    json jl = {l.begin, l.end, l.count};
+    if (l.dynamic()) { // [begin, end, bound, {"reg": [queue, register], "while": bool}]
+      json dyn = {{"reg", {l.countReg.queue, l.countReg.index}}};
+      if (l.whileLoop)
+        dyn["while"] = true;
+      jl.push_back(std::move(dyn));
+    }
+    loops.push_back(std::move(jl));
+  }
   json tree = {{"format", kFormatName},
                {"version", kProgramFormatVersion},
                {"target", p.target},

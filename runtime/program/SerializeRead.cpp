@@ -182,6 +182,16 @@ std::vector<LoopTerm> readTerms(const json &j, const Path &p, int depth) {
   return terms;
 }
 
+/// [queue, register].
+RegRef readRegRef(const json &j, const Path &p) {
+  if (!j.is_array() || j.size() != 2)
+    bad(p, "expected [queue, register], got " + jsonBrief(j));
+  RegRef r;
+  r.queue = int16_t(integer(j[0], p[0], 0, kNumQueues - 1));
+  r.index = uint8_t(integer(j[1], p[1], 0, kRegistersPerQueue - 1));
+  return r;
+}
+
 AccessPattern readAp(const json &j, const Path &p, int depth) {
   expectObject(j, p);
   AccessPattern ap;
@@ -193,6 +203,11 @@ AccessPattern readAp(const json &j, const Path &p, int depth) {
   ap.offset = integerOr(j, "offset", p, -kI64Max, kI64Max, 0);
   if (const json *terms = optional(j, "terms"))
     ap.offsetTerms = readTerms(*terms, p / "terms", depth);
+  if (const json *r = optional(j, "offset_reg")) {
+    ap.offsetReg = readRegRef(*r, p / "offset_reg");
+    ap.offsetRegScale = integer(required(j, "offset_reg_scale", p), p / "offset_reg_scale",
+                                -kI64Max, kI64Max);
+  }
   const Path dp = p / "dims";
   const json &dims = array(required(j, "dims", p), dp);
   ap.dims.reserve(dims.size());
@@ -279,6 +294,10 @@ Instruction readInstruction(const json &j, const Path &p, int depth) {
     in.collective = enumValue<CollectiveKind>(*c, p / "collective", parseCollectiveKind,
                                               "collective kind");
   in.group = uint16_t(integerOr(j, "group", p, 0, 65535, 0));
+  in.reg = uint8_t(integerOr(j, "reg", p, 0, kRegistersPerQueue - 1, 0));
+  in.regSrc = int16_t(integerOr(j, "reg_src", p, 0, kRegistersPerQueue - 1, -1));
+  in.regInit = boolean(j, "reg_init", p);
+  in.pipe = uint16_t(integerOr(j, "pipe", p, 0, 65535, 0));
   in.origin = uint32_t(integerOr(j, "origin", p, 0, kU32Max, 0));
   return in;
 }
@@ -324,12 +343,18 @@ std::vector<Loop> readLoops(const json &j, const Path &p,
   loops.reserve(j.size());
   for (size_t i = 0; i < j.size(); ++i) {
     const json &l = j[i];
-    if (!l.is_array() || l.size() != 3)
-      bad(p[i], "expected [begin, end, count], got " + jsonBrief(l));
+    if (!l.is_array() || (l.size() != 3 && l.size() != 4))
+      bad(p[i], "expected [begin, end, count] or [begin, end, bound, {\"reg\": [queue, "
+                "register], \"while\": bool}], got " + jsonBrief(l));
     Loop loop;
     loop.begin = uint32_t(integer(l[0], p[i][0], 0, kU32Max));
     loop.end = uint32_t(integer(l[1], p[i][1], 0, kU32Max));
     loop.count = integer(l[2], p[i][2], -kI64Max, kI64Max);
+    if (l.size() == 4) { // a dynamic loop
+      expectObject(l[3], p[i][3]);
+      loop.countReg = readRegRef(required(l[3], "reg", p[i][3]), p[i][3] / "reg");
+      loop.whileLoop = boolean(l[3], "while", p[i][3]);
+    }
     loops.push_back(loop);
   }
   size_t badLoop = 0;

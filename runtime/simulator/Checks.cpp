@@ -142,6 +142,9 @@ private:
   void expectSpace(const AccessPattern &ap, int src, MemSpace s) const;
   void expectSameShape(const ApFacts &a, const ApFacts &b, int src) const;
   InstrShape checkDma();
+  InstrShape checkRegister();
+  InstrShape checkPeer();
+  void checkDynamicOffset(const AccessPattern &ap, int src) const;
   InstrShape checkGather();
   InstrShape checkScatter();
   InstrShape checkMatmul();
@@ -272,6 +275,8 @@ void Checker::offsetRange(const AccessPattern &ap, int src, int64_t &lo,
 ApFacts Checker::checkAp(const AccessPattern &ap, int src, bool compute) {
   // Built only on failure: this runs for every operand of every instruction.
   auto where = [&] { return this->where(src); };
+  if (ap.offsetReg.valid() && inst_.opcode != Opcode::DmaCopy)
+    fail("only a dma_copy's HBM access patterns take a dynamic (register) offset" + where());
   const int64_t eb = dtypeSize(ap.dtype);
   if (eb == 0)
     fail("invalid dtype" + where());
@@ -397,6 +402,8 @@ InstrShape Checker::checkDma() {
   expectSrcs(1);
   ApFacts d = checkAp(inst_.dst, -1, false);
   ApFacts s = checkAp(inst_.srcs[0], 0, false);
+  checkDynamicOffset(inst_.dst, -1);
+  checkDynamicOffset(inst_.srcs[0], 0);
   (void)d;
   (void)s;
   if (inst_.dst.dtype != inst_.srcs[0].dtype)
@@ -1129,8 +1136,126 @@ InstrShape Checker::checkCollective() {
   return sh;
 }
 
+/// A dynamic offset (AccessPattern::offsetReg): an HBM pattern of a dma_copy, a register of a
+/// compute queue of the instruction's physical core. The pattern at register value 0 is checked
+/// like any other; each instance's offset is checked at run time (Simulator.cpp).
+void Checker::checkDynamicOffset(const AccessPattern &ap, int src) const {
+  if (!ap.offsetReg.valid())
+    return;
+  if (ap.space != MemSpace::Hbm)
+    fail("a dynamic (register) offset applies to an HBM access pattern, not " +
+         std::string(spaceName(ap.space)) + where(src));
+  const int q = ap.offsetReg.queue;
+  if (q >= kNumQueues || engineOfQueue(q) == Engine::Dma ||
+      engineOfQueue(q) == Engine::Collective || coreOfQueue(q) != coreOfQueue(inst_.queue))
+    fail("the dynamic offset's register is on queue " + std::to_string(q) + " (" + queueName(q) +
+         "): it must be a compute engine's of physical core " +
+         std::to_string(coreOfQueue(inst_.queue)) + where(src));
+  if (ap.offsetReg.index >= kRegistersPerQueue)
+    fail("register " + std::to_string(ap.offsetReg.index) + " does not exist (" +
+         std::to_string(kRegistersPerQueue) + " per queue)" + where(src));
+  if (ap.offsetRegScale < -kLimit || ap.offsetRegScale > kLimit)
+    fail("dynamic offset scale " + std::to_string(ap.offsetRegScale) + " is out of range" +
+         where(src));
+}
+
+/// register_alloc / move / load / store: a register of the instruction's own queue; load and
+/// store move one integer element (up to 32 bits) from or to SBUF or HBM.
+InstrShape Checker::checkRegister() {
+  const Opcode op = inst_.opcode;
+  if (inst_.reg >= kRegistersPerQueue)
+    fail("register " + std::to_string(inst_.reg) + " does not exist (" +
+         std::to_string(kRegistersPerQueue) + " per queue)");
+  auto int32Imm = [&] {
+    const double v = inst_.imm[0];
+    if (!(v == std::floor(v)) || v < -2147483648.0 || v > 2147483647.0)
+      fail("the immediate " + std::to_string(v) + " is no int32 value (registers hold int32)");
+  };
+  InstrShape sh;
+  auto oneElement = [&](const AccessPattern &ap, int src) {
+    if (ap.space == MemSpace::Psum)
+      fail(operandName(src) + " must be in SBUF or HBM, not PSUM");
+    checkAp(ap, src, false);
+    if (ap.numElements() != 1)
+      fail(operandName(src) + " must hold exactly one element, got " +
+           std::to_string(ap.numElements()));
+    if (ap.dtype != DType::I32 && ap.dtype != DType::I8 && ap.dtype != DType::U8)
+      fail(operandName(src) + " must be an integer of up to 32 bits (i32, i8, u8), not " +
+           dtypeName(ap.dtype));
+    sh.hbmSides = ap.space == MemSpace::Hbm ? 1 : 0;
+    sh.touchesSbuf = ap.space == MemSpace::Sbuf;
+    sh.bytes = dtypeSize(ap.dtype);
+  };
+  switch (op) {
+  case Opcode::RegisterAlloc:
+    expectSrcs(0);
+    if (inst_.regInit)
+      int32Imm();
+    break;
+  case Opcode::RegisterMove:
+    expectSrcs(0);
+    if (inst_.regSrc >= kRegistersPerQueue)
+      fail("source register " + std::to_string(inst_.regSrc) + " does not exist (" +
+           std::to_string(kRegistersPerQueue) + " per queue)");
+    if (inst_.regSrc < 0)
+      int32Imm();
+    break;
+  case Opcode::RegisterLoad:
+    expectSrcs(1);
+    oneElement(inst_.srcs[0], 0);
+    break;
+  default: // RegisterStore
+    expectSrcs(0);
+    oneElement(inst_.dst, -1);
+    break;
+  }
+  return sh;
+}
+
+/// sendrecv (a DMA queue; SBUF src and dst of one dtype and shape, on its own core) and
+/// core_barrier (a compute engine; dst the shared HBM tensor, not accessed), on targets whose
+/// logical core has two physical cores.
+InstrShape Checker::checkPeer() {
+  const bool send = inst_.opcode == Opcode::SendRecv;
+  if (tgt_.physicalCores < 2)
+    fail(tgt_.name + " has one physical core per logical core: " +
+         opcodeName(inst_.opcode) +
+         " runs between the physical cores of a logical core (trn2-lnc2, trn3-lnc2)");
+  InstrShape sh;
+  if (!send) {
+    expectSrcs(0);
+    expectSpace(inst_.dst, -1, MemSpace::Hbm);
+    checkAp(inst_.dst, -1, false);
+    return sh;
+  }
+  expectSrcs(1);
+  const AccessPattern &src = inst_.srcs[0];
+  expectSpace(inst_.dst, -1, MemSpace::Sbuf);
+  expectSpace(src, 0, MemSpace::Sbuf);
+  ApFacts d = checkAp(inst_.dst, -1, false);
+  ApFacts s = checkAp(src, 0, false);
+  expectSameShape(d, s, 0);
+  if (inst_.dst.dtype != src.dtype)
+    fail(std::string("dst dtype ") + dtypeName(inst_.dst.dtype) + " differs from srcs[0] " +
+         dtypeName(src.dtype) + " (sendrecv does not convert)");
+  sh.partitions = d.partitions;
+  sh.freeElems = d.freeElems;
+  sh.bytes = inst_.dst.numBytes();
+  sh.runBytes = std::min(contiguousRunBytes(inst_.dst), contiguousRunBytes(src));
+  sh.touchesSbuf = true;
+  return sh;
+}
+
 InstrShape Checker::checkOperands() {
   switch (inst_.opcode) {
+  case Opcode::RegisterAlloc:
+  case Opcode::RegisterMove:
+  case Opcode::RegisterLoad:
+  case Opcode::RegisterStore:
+    return checkRegister();
+  case Opcode::SendRecv:
+  case Opcode::CoreBarrier:
+    return checkPeer();
   case Opcode::Collective:
     return checkCollective();
   case Opcode::DmaCopy:

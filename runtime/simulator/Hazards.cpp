@@ -103,6 +103,7 @@ struct HazardDetector::Footprint {
   int64_t elem = 1;          // bytes per element
   int64_t offset = 0;        // base offset (bytes on chip, elements in HBM)
   const std::vector<LoopTerm> *terms = nullptr;
+  int operand = -1;          // the instruction's dst (-1) or srcs[operand]
   Runs runs;
   bool strided = false;      // a read of more than kSplitRuns runs
 
@@ -244,7 +245,7 @@ HazardDetector::footprints(size_t index) {
     return fps;
   prepared_[index] = true;
   const Instruction &inst = prog_.instructions[index];
-  auto add = [&](const AccessPattern &ap, bool write) {
+  auto add = [&](const AccessPattern &ap, int operand, bool write) {
     if (ap.space == MemSpace::Hbm && (ap.buffer >= hbm_.size() || !hbm_[ap.buffer]))
       return; // a buffer nothing writes: no hazard, and no runs to enumerate
     Footprint f;
@@ -254,6 +255,7 @@ HazardDetector::footprints(size_t index) {
     f.elem = dtypeSize(ap.dtype);
     f.offset = ap.offset;
     f.terms = &ap.offsetTerms;
+    f.operand = operand;
     if (ap.space == MemSpace::Hbm) {
       f.runs = byteRuns(ap.dims, 0, f.elem);
     } else {
@@ -273,12 +275,14 @@ HazardDetector::footprints(size_t index) {
   // Reads first: an instruction may read what it overwrites.
   const bool rowSums = writesLastSource(inst);
   for (size_t k = 0; k < inst.srcs.size() - (rowSums ? 1 : 0); ++k)
-    add(inst.srcs[k], false);
+    add(inst.srcs[k], int(k), false);
   if (rowSums) // activation's row sums, a reduce result: a second output
-    add(inst.srcs.back(), true);
+    add(inst.srcs.back(), int(inst.srcs.size()) - 1, true);
+  if (!dstIsOperand(inst.opcode)) // register_alloc / move / load, core_barrier
+    return fps;
   if (readsDst(inst))
-    add(inst.dst, false);
-  add(inst.dst, true);
+    add(inst.dst, -1, false);
+  add(inst.dst, -1, true);
   return fps;
 }
 
@@ -309,7 +313,7 @@ std::string describe(const Program &p, uint32_t index) {
 } // namespace
 
 void HazardDetector::access(size_t index, const int64_t *iv, double startNs,
-                            double completeNs) {
+                            double completeNs, const Instruction *at) {
   const uint16_t q = prog_.instructions[index].queue;
   const uint32_t self = uint32_t(index);
   const std::vector<Footprint> &fps = footprints(index);
@@ -319,7 +323,9 @@ void HazardDetector::access(size_t index, const int64_t *iv, double startNs,
     if (!shadow)
       continue; // an HBM buffer nothing writes
     const int64_t offset =
-        f.terms->empty() ? f.offset : loopTermsAt(f.offset, *f.terms, iv);
+        at ? (f.operand < 0 ? at->dst : at->srcs[size_t(f.operand)]).offset
+        : f.terms->empty() ? f.offset
+                           : loopTermsAt(f.offset, *f.terms, iv);
     const int64_t shift = f.space == MemSpace::Hbm ? offset * f.elem : offset;
     const Read asRead{completeNs, self, q,
                       f.strided ? uint8_t(fi) : kExactRead, shift};

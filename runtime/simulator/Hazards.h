@@ -48,9 +48,10 @@ public:
   /// Checks and records one instance of (checked) instruction `index`, which
   /// starts at `startNs` and completes at `completeNs`; `iv` are the induction
   /// variables of the loops around it. Instances must come in program order.
-  /// Throws SimulationError on a hazard or a read of never-written memory.
+  /// Throws SimulationError on a hazard or a read of never-written memory. `at`, if given, is
+  /// the instance with its operands' offsets bound (loop terms and dynamic offsets applied).
   void access(size_t index, const int64_t *iv, double startNs,
-              double completeNs);
+              double completeNs, const Instruction *at = nullptr);
 
 private:
   struct Footprint;

@@ -31,6 +31,8 @@
 #include "runtime/program/Loops.h"
 #include "runtime/simulator/Checks.h"
 #include "runtime/simulator/Hazards.h"
+#include "runtime/simulator/Registers.h"
+#include "runtime/simulator/functional/Control.h"
 #include "runtime/simulator/functional/Execute.h"
 #include "runtime/simulator/functional/Memory.h"
 #include "runtime/simulator/timing/BusyCoverage.h"
@@ -112,6 +114,23 @@ public:
   double at(int64_t i) const { return times_[size_t(i % kKept)]; }
   /// The latest completion of the instances no longer kept.
   double evictedMax() const { return evictedMax_; }
+  /// The latest completion logged (0 if none).
+  double last() const { return count_ > 0 ? at(count_ - 1) : 0; }
+  /// Logs `n` instances completing at `t` (a dynamic loop's iterations not run).
+  void skip(int64_t n, double t) {
+    if (n >= kKept) {
+      for (double x : times_)
+        evictedMax_ = std::max(evictedMax_, x);
+      const int64_t before = int64_t(times_.size());
+      times_.assign(size_t(kKept), t);
+      count_ += n;
+      if (before < kKept) // the evicted max covers instances that were never kept
+        evictedMax_ = std::max(evictedMax_, t);
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i)
+      push(t);
+  }
 
 private:
   std::vector<double> times_; // instance i at i % kKept
@@ -119,7 +138,16 @@ private:
   double evictedMax_ = 0;
 };
 
-class Simulation {
+/// A sendrecv or core_barrier instance waiting for its peer on the other physical core.
+struct PendingPeer {
+  size_t index = 0;
+  const Step *step = nullptr;
+  Instruction at; // the instance (offsets bound)
+  double start = 0;
+  int64_t iv[kMaxLoopDepth] = {};
+};
+
+class Simulation : private DynamicTrips {
 public:
   Simulation(const Program &p, const Target &t, const RunOptions &o)
       : prog_(p), tgt_(t), opts_(o) {}
@@ -145,8 +173,24 @@ private:
   void timeDma(int queue, const Step &s, double start, double &end);
   void timeCompute(const Step &s, bool stalled, double &start, double &end,
                    double &complete);
-  void execute(size_t index, const Instruction &inst, const Step &s,
-               const int64_t *iv);
+  void execute(size_t index, const Instruction &inst, const Instruction &at, const Step &s);
+  const Instruction &bind(size_t index, const Instruction &inst, const Step &s,
+                          const int64_t *iv);
+  int64_t boundOffset(size_t index, const Instruction &inst, const AccessPattern &ap,
+                      const char *operand, const int64_t *iv) const;
+  double registerReady(const Instruction &inst) const;
+  void registerOp(size_t index, const Instruction &inst, double complete);
+  void issuePeer(size_t index, const Step &s, const int64_t *iv, double ready);
+  void finishPeer(const PendingPeer &p, double t0);
+  void checkNotBehindPeer(size_t index, const Instruction &inst, const int64_t *iv) const;
+  void checkPeersMatched() const;
+  // Dynamic loops (DynamicTrips).
+  void planDynamicLoops();
+  void branch(size_t loop);
+  int64_t trips(size_t loop) override;
+  bool again(size_t loop, int64_t done) override;
+  void tested(size_t loop) override { branch(loop); }
+  void exited(size_t loop, int64_t ran) override;
   double runCollective(size_t index, const Instruction &inst, double ready);
   /// Rethrows `e` with " (from <origin>)" appended if `inst` has an origin.
   [[noreturn]] void rethrowWithOrigin(const SimulationError &e,
@@ -191,6 +235,12 @@ private:
   HbmChannel hbm_;
   int hbmReservesSinceRetire_ = 0;
   DmaBusy dmaBusy_;
+  RegisterFile regs_;
+  // Dynamic loops: per loop (empty for static ones) the instances one iteration runs on each
+  // queue.
+  std::vector<std::vector<int64_t>> perIteration_;
+  // sendrecv / core_barrier instances waiting for their peer, by opcode and pipe.
+  std::map<std::pair<int, int>, PendingPeer> pending_;
 };
 
 /// Capacity reserved up front for per-instance records: the whole run, up to
@@ -199,13 +249,34 @@ size_t reserveFor(int64_t instances) {
   return size_t(std::min<int64_t>(instances, int64_t(1) << 20));
 }
 
+/// Whether an instance's offsets differ from the static ones: loop terms or a dynamic
+/// (register) offset.
 bool hasOffsetTerms(const Instruction &inst) {
-  if (!inst.dst.offsetTerms.empty())
+  if (!inst.dst.offsetTerms.empty() || inst.dst.offsetReg.valid())
     return true;
   for (const AccessPattern &src : inst.srcs)
-    if (!src.offsetTerms.empty())
+    if (!src.offsetTerms.empty() || src.offsetReg.valid())
       return true;
   return false;
+}
+
+bool hasDynamicOffset(const Instruction &inst) {
+  if (inst.dst.offsetReg.valid())
+    return true;
+  for (const AccessPattern &src : inst.srcs)
+    if (src.offsetReg.valid())
+      return true;
+  return false;
+}
+
+bool isRegisterOp(Opcode op) {
+  return op == Opcode::RegisterAlloc || op == Opcode::RegisterMove ||
+         op == Opcode::RegisterLoad || op == Opcode::RegisterStore;
+}
+
+int64_t saturatingMul(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
 }
 
 int64_t saturatingAdd(int64_t a, int64_t b) {
@@ -412,26 +483,62 @@ void Simulation::timeCompute(const Step &s, bool stalled, double &start,
   }
 }
 
-void Simulation::execute(size_t index, const Instruction &inst, const Step &s,
-                         const int64_t *iv) {
-  const Instruction *at = &inst;
-  if (s.bound >= 0) { // this instance's offsets
-    Instruction &b = bound_[size_t(s.bound)];
-    b.dst.offset = loopTermsAt(inst.dst.offset, inst.dst.offsetTerms, iv);
-    for (size_t k = 0; k < inst.srcs.size(); ++k)
-      b.srcs[k].offset =
-          loopTermsAt(inst.srcs[k].offset, inst.srcs[k].offsetTerms, iv);
-    at = &b;
+/// The offset of `ap` in this instance: its loop terms at `iv`, plus a dynamic offset's
+/// register value times its scale, checked against the HBM buffer.
+int64_t Simulation::boundOffset(size_t index, const Instruction &inst, const AccessPattern &ap,
+                                const char *operand, const int64_t *iv) const {
+  const int64_t base = loopTermsAt(ap.offset, ap.offsetTerms, iv);
+  if (!ap.offsetReg.valid())
+    return base;
+  const std::string who = "instruction " + std::to_string(index) + " (" +
+                          opcodeName(inst.opcode) + ")";
+  const int64_t v = regs_.read(ap.offsetReg, who);
+  const __int128 off = __int128(base) + __int128(v) * ap.offsetRegScale;
+  __int128 lo = off, hi = off;
+  for (const auto &d : ap.dims) {
+    const __int128 ext = __int128(d[0]) * (d[1] - 1);
+    (ext < 0 ? lo : hi) += ext;
   }
+  const BufferDecl &b = prog_.buffers[ap.buffer];
+  if (lo < 0 || hi >= b.numElements())
+    failInstruction(index, inst,
+                    std::string("dynamic offset out of range: ") + registerName(ap.offsetReg) +
+                        " = " + std::to_string(v) + " (x " +
+                        std::to_string(ap.offsetRegScale) + ") puts the HBM access at elements " +
+                        std::to_string(int64_t(lo)) + ".." + std::to_string(int64_t(hi)) +
+                        ", outside buffer " + std::to_string(ap.buffer) + " (\"" + b.name +
+                        "\") of " + std::to_string(b.numElements()) + " elements (operand " +
+                        operand + ")");
+  return int64_t(off);
+}
+
+/// The instance of `inst` at `iv`: `inst` itself, or its copy with the offsets bound.
+const Instruction &Simulation::bind(size_t index, const Instruction &inst, const Step &s,
+                                    const int64_t *iv) {
+  if (s.bound < 0)
+    return inst;
+  Instruction &b = bound_[size_t(s.bound)];
+  try {
+    b.dst.offset = boundOffset(index, inst, inst.dst, "dst", iv);
+    for (size_t k = 0; k < inst.srcs.size(); ++k)
+      b.srcs[k].offset = boundOffset(index, inst, inst.srcs[k], "srcs", iv);
+  } catch (const SimulationError &e) {
+    rethrowWithOrigin(e, inst);
+  }
+  return b;
+}
+
+void Simulation::execute(size_t index, const Instruction &inst, const Instruction &at,
+                         const Step &s) {
   try {
     if (usesField(inst.opcode, Field::Rng)) { // random, dropout
       if (randomDrawn_.empty())
         randomDrawn_.assign(prog_.instructions.size(), 0);
-      exec_->random(*at, opts_.seed, randomDrawn_[index]);
+      exec_->random(at, opts_.seed, randomDrawn_[index]);
       randomDrawn_[index] += uint64_t(inst.dst.numElements());
       return;
     }
-    exec_->run(index, *at, s.sh);
+    exec_->run(index, at, s.sh);
   } catch (const SimulationError &e) {
     rethrowWithOrigin(e, inst);
   }
@@ -484,8 +591,14 @@ void Simulation::issue(size_t index, const Step &s, const int64_t *iv) {
   const Instruction &inst = prog_.instructions[index];
   if (s.bankPerInstance)
     checkBankAt(index, inst, s, iv);
+  if (!pending_.empty())
+    checkNotBehindPeer(index, inst, iv);
   const int q = inst.queue;
-  const double ready = waitsSatisfied(index, inst, iv);
+  double ready = waitsSatisfied(index, inst, iv);
+  if (hasDynamicOffset(inst)) // the DMA's address needs the register's value
+    ready = std::max(ready, registerReady(inst));
+  if (inst.opcode == Opcode::SendRecv || inst.opcode == Opcode::CoreBarrier)
+    return issuePeer(index, s, iv, ready);
   double start = std::max(queueFree_[q], ready);
   if (s.eng == Engine::Dma) // the semaphore-to-start latency, unless queued behind a transfer
     start = std::max(queueFree_[q], std::max(ready, 0.0) + tgt_.dmaStartLatencyNs);
@@ -521,10 +634,281 @@ void Simulation::issue(size_t index, const Step &s, const int64_t *iv) {
     else if (s.eng != Engine::Dma && !collective && s.compute.matmul)
       c.flops += double(s.compute.matmulFlops);
   }
+  if (isRegisterOp(inst.opcode)) { // the registers are kept in timing-only runs too
+    if (hazards_)
+      hazards_->access(index, iv, start, complete);
+    return registerOp(index, inst, complete);
+  }
+  const Instruction &at = exec_ ? bind(index, inst, s, iv) : inst;
   if (hazards_)
-    hazards_->access(index, iv, start, complete);
+    hazards_->access(index, iv, start, complete, &at);
   if (exec_ && !collective) // the hook moved a collective's data
-    execute(index, inst, s, iv);
+    execute(index, inst, at, s);
+}
+
+/// When the registers of `inst`'s dynamic offsets hold their values.
+double Simulation::registerReady(const Instruction &inst) const {
+  double t = 0;
+  if (inst.dst.offsetReg.valid())
+    t = std::max(t, regs_.readyNs(inst.dst.offsetReg));
+  for (const AccessPattern &src : inst.srcs)
+    if (src.offsetReg.valid())
+      t = std::max(t, regs_.readyNs(src.offsetReg));
+  return t;
+}
+
+/// The register effect of a register_* instance that completes at `complete`.
+void Simulation::registerOp(size_t index, const Instruction &inst, double complete) {
+  const RegRef r{int16_t(inst.queue), inst.reg};
+  const std::string who =
+      "instruction " + std::to_string(index) + " (" + opcodeName(inst.opcode) + ")";
+  try {
+    switch (inst.opcode) {
+    case Opcode::RegisterAlloc:
+      regs_.allocate(r);
+      if (inst.regInit)
+        regs_.write(r, int64_t(inst.imm[0]), complete);
+      return;
+    case Opcode::RegisterMove: {
+      if (inst.regSrc < 0)
+        return regs_.write(r, int64_t(inst.imm[0]), complete);
+      const RegRef from{int16_t(inst.queue), uint8_t(inst.regSrc)};
+      return regs_.write(r, regs_.read(from, who), complete, regs_.known(from));
+    }
+    case Opcode::RegisterLoad:
+      // A timing-only run has no memory: the value is unknown (a dynamic loop on it runs
+      // its bound).
+      if (mem_)
+        regs_.write(r, loadRegisterValue(*mem_, inst.srcs[0]), complete);
+      else
+        regs_.write(r, 0, complete, false);
+      return;
+    default: { // RegisterStore
+      const int32_t v = regs_.read(r, who);
+      if (mem_)
+        storeRegisterValue(*mem_, inst.dst, v);
+      return;
+    }
+    }
+  } catch (const SimulationError &e) {
+    rethrowWithOrigin(e, inst);
+  }
+}
+
+/// A sendrecv or core_barrier instance ready at `ready`: waits for its peer on the other
+/// physical core (the k-th of its kind and pipe there), or completes the pair with it.
+void Simulation::issuePeer(size_t index, const Step &s, const int64_t *iv, double ready) {
+  const Instruction &inst = prog_.instructions[index];
+  const int q = inst.queue;
+  double start = std::max(queueFree_[q], ready);
+  if (s.eng == Engine::Dma)
+    start = std::max(queueFree_[q], std::max(ready, 0.0) + tgt_.dmaStartLatencyNs);
+  const bool send = inst.opcode == Opcode::SendRecv;
+  const std::pair<int, int> key{int(inst.opcode), send ? int(inst.pipe) : 0};
+  const std::string what = std::string(opcodeName(inst.opcode)) +
+                           (send ? " of pipe " + std::to_string(inst.pipe) : std::string());
+  auto it = pending_.find(key);
+  if (it == pending_.end()) {
+    PendingPeer p;
+    p.index = index;
+    p.step = &s;
+    p.at = exec_ ? bind(index, inst, s, iv) : inst;
+    p.start = start;
+    std::copy(iv, iv + kMaxLoopDepth, p.iv);
+    pending_.emplace(key, p);
+    return;
+  }
+  const PendingPeer first = it->second;
+  const Instruction &other = prog_.instructions[first.index];
+  if (coreOfQueue(other.queue) == coreOfQueue(q))
+    failInstruction(index, inst,
+                    "unmatched " + what + ": instruction " + std::to_string(first.index) +
+                        ", the previous " + what + " of physical core " +
+                        std::to_string(coreOfQueue(q)) + ", has no peer on the other core yet (" +
+                        "the k-th " + what + " of each core pair up)");
+  pending_.erase(it);
+  PendingPeer second;
+  second.index = index;
+  second.step = &s;
+  second.at = exec_ ? bind(index, inst, s, iv) : inst;
+  second.start = start;
+  std::copy(iv, iv + kMaxLoopDepth, second.iv);
+  if (send) {
+    const AccessPattern *ends[2][2] = {{&first.at.srcs[0], &second.at.dst},
+                                       {&second.at.srcs[0], &first.at.dst}};
+    for (auto &e : ends)
+      if (e[0]->dtype != e[1]->dtype || e[0]->numElements() != e[1]->numElements() ||
+          e[0]->dims[0][1] != e[1]->dims[0][1])
+        failInstruction(index, inst,
+                        "sendrecv pair with instruction " + std::to_string(first.index) +
+                            " does not match: a source of " + std::to_string(e[0]->dims[0][1]) +
+                            " partitions x " +
+                            std::to_string(e[0]->numElements() / e[0]->dims[0][1]) + " " +
+                            dtypeName(e[0]->dtype) + " goes to a dst of " +
+                            std::to_string(e[1]->dims[0][1]) + " partitions x " +
+                            std::to_string(e[1]->numElements() / e[1]->dims[0][1]) + " " +
+                            dtypeName(e[1]->dtype));
+    if (mem_)
+      exchangeTiles(*mem_, first.at, second.at);
+  }
+  const double t0 = std::max(first.start, second.start); // both cores have arrived
+  finishPeer(first, t0);
+  finishPeer(second, t0);
+}
+
+/// Times one end of a sendrecv / core_barrier pair that both cores reached at `t0`.
+void Simulation::finishPeer(const PendingPeer &p, double t0) {
+  const Instruction &inst = prog_.instructions[p.index];
+  const int q = inst.queue;
+  const Step &s = *p.step;
+  double end;
+  if (s.eng == Engine::Dma) {
+    end = t0 + s.dma.queueNs;
+    stats_.dmaTransfers++;
+    stats_.dmaBytes += uint64_t(s.sh.bytes);
+    dmaBusy_.add(dmaIndexOfQueue(q), t0, end);
+  } else {
+    end = t0 + s.compute.cost.busyNs;
+    engineBusy_[size_t(s.eng)] += end - t0;
+  }
+  queueFree_[q] = end;
+  complete_[q].push(end);
+  stats_.queueBusyNs[q] += end - t0;
+  stats_.simNs = std::max(stats_.simNs, end);
+  if (coverage_)
+    coverage_->add(t0, end);
+  if (opts_.timeline)
+    opts_.timeline->push_back({uint32_t(p.index), uint16_t(q), t0, end, end});
+  if (opts_.originCosts) {
+    std::vector<OriginCost> &costs = *opts_.originCosts;
+    OriginCost &c = costs[std::min<size_t>(inst.origin, costs.size() - 1)];
+    c.busyNs += end - t0;
+    c.engineNs[size_t(s.eng)] += end - t0;
+  }
+  if (hazards_)
+    hazards_->access(p.index, p.iv, t0, end, &p.at);
+}
+
+/// While a sendrecv / core_barrier waits for its peer, its queue cannot go on and its
+/// completion is not known: an instruction that would queue behind it or wait for it before
+/// the peer is issued is an error (the peer must come first in program order).
+void Simulation::checkNotBehindPeer(size_t index, const Instruction &inst,
+                                    const int64_t *iv) const {
+  for (const auto &[key, p] : pending_) {
+    const Instruction &waiting = prog_.instructions[p.index];
+    bool behind = waiting.queue == inst.queue;
+    for (const SemWait &w : inst.waits)
+      behind |= w.queue == waiting.queue &&
+                (w.valueTerms.empty() ? w.value : loopTermsAt(w.value, w.valueTerms, iv)) >
+                    complete_[w.queue].size();
+    if (behind)
+      failInstruction(index, inst,
+                      std::string("queues behind or waits for ") + opcodeName(waiting.opcode) +
+                          " instruction " + std::to_string(p.index) + " on " +
+                          queueName(waiting.queue) +
+                          ", which waits for its peer on the other physical core: issue the "
+                          "peer's " + opcodeName(waiting.opcode) + " first in program order");
+  }
+}
+
+/// At the end of a run: every sendrecv / core_barrier found its peer.
+void Simulation::checkPeersMatched() const {
+  if (pending_.empty())
+    return;
+  const PendingPeer &p = pending_.begin()->second;
+  const Instruction &inst = prog_.instructions[p.index];
+  const bool send = inst.opcode == Opcode::SendRecv;
+  failInstruction(p.index, inst,
+                  std::string("unmatched ") + opcodeName(inst.opcode) +
+                      (send ? " of pipe " + std::to_string(inst.pipe) : std::string()) +
+                      " on physical core " + std::to_string(coreOfQueue(inst.queue)) +
+                      ": the other physical core runs no matching " + opcodeName(inst.opcode) +
+                      " (the program ends without it)");
+}
+
+/// Per dynamic loop, the instances one iteration runs on each queue (nested loops at their
+/// bounds).
+void Simulation::planDynamicLoops() {
+  const auto &loops = prog_.loops;
+  perIteration_.assign(loops.size(), {});
+  std::vector<int64_t> mult;
+  for (size_t k = 0; k < loops.size(); ++k) {
+    const Loop &l = loops[k];
+    if (!l.dynamic())
+      continue;
+    mult.assign(l.end - l.begin, 1);
+    for (size_t j = k + 1; j < loops.size() && loops[j].begin < l.end; ++j)
+      for (uint32_t i = loops[j].begin; i < loops[j].end; ++i)
+        mult[i - l.begin] = saturatingMul(mult[i - l.begin], loops[j].count);
+    std::vector<int64_t> &per = perIteration_[k];
+    per.assign(kNumQueues, 0);
+    for (uint32_t i = l.begin; i < l.end; ++i) {
+      const uint16_t q = prog_.instructions[i].queue;
+      if (q < kNumQueues)
+        per[q] = saturatingAdd(per[q], mult[i - l.begin]);
+    }
+  }
+}
+
+/// One test of a dynamic loop's register by the sequencers of the queues in its body: each
+/// waits for the register's value and pays a branch (ESTIMATE: the tiny-instruction static
+/// overhead of its engine; DMA queues' triggering engines pay theirs).
+void Simulation::branch(size_t loop) {
+  const Loop &l = prog_.loops[loop];
+  const double ready = regs_.readyNs(l.countReg);
+  const std::vector<int64_t> &per = perIteration_[loop];
+  for (int q = 0; q < kNumQueues; ++q) {
+    if (per[size_t(q)] == 0)
+      continue;
+    const double ns = engineOfQueue(q) == Engine::Dma ? 0 : stalledOverheadNs(tgt_, engineOfQueue(q));
+    const double start = std::max(queueFree_[q], ready);
+    queueFree_[q] = start + ns;
+    stats_.queueBusyNs[size_t(q)] += ns;
+    engineBusy_[size_t(engineOfQueue(q))] += ns;
+  }
+}
+
+int64_t Simulation::trips(size_t loop) {
+  const Loop &l = prog_.loops[loop];
+  const std::string who = "loops[" + std::to_string(loop) + "] (a dynamic loop)";
+  const int64_t v = regs_.read(l.countReg, who);
+  branch(loop);
+  if (!regs_.known(l.countReg))
+    return l.count; // timing-only: a value from memory is unknown; the bound
+  if (v < 0 || v > l.count)
+    throw SimulationError(who + ": its trip count " + std::to_string(v) + " (" +
+                          registerName(l.countReg) + ") is outside 0.." +
+                          std::to_string(l.count) + ", the loop's bound");
+  return v;
+}
+
+bool Simulation::again(size_t loop, int64_t done) {
+  const Loop &l = prog_.loops[loop];
+  const std::string who = "loops[" + std::to_string(loop) + "] (a while loop)";
+  const int64_t v = regs_.read(l.countReg, who);
+  branch(loop);
+  if (!regs_.known(l.countReg))
+    return done < l.count; // timing-only: the bound
+  if (v != 0 && done >= l.count)
+    throw SimulationError(who + ": its condition " + registerName(l.countReg) + " is still " +
+                          std::to_string(v) + " after " + std::to_string(done) +
+                          " iterations, the loop's bound");
+  return v != 0;
+}
+
+/// The semaphores of the queues in the body advance by the iterations not run, as if they
+/// had completed when the queue left the loop.
+void Simulation::exited(size_t loop, int64_t ran) {
+  const Loop &l = prog_.loops[loop];
+  if (ran >= l.count)
+    return;
+  const std::vector<int64_t> &per = perIteration_[loop];
+  for (int q = 0; q < kNumQueues; ++q) {
+    if (per[size_t(q)] == 0)
+      continue;
+    const int64_t skipped = saturatingMul(l.count - ran, per[size_t(q)]);
+    complete_[q].skip(skipped, std::max(queueFree_[q], complete_[q].last()));
+  }
 }
 
 /// Forgets the HBM reservations and folds the DMA busy intervals that no
@@ -592,7 +976,9 @@ RunStats Simulation::run(const std::vector<const void *> &inputs,
                          const std::vector<void *> &outputs) {
   const auto &insts = prog_.instructions;
   checkLoops();
+  checkRegisterUse(prog_);
   countInstances();
+  planDynamicLoops();
   if (!opts_.timingOnly) {
     mem_ = std::make_unique<Memory>(prog_, tgt_, inputs, outputs,
                                     opts_.poisonMemory);
@@ -617,7 +1003,11 @@ RunStats Simulation::run(const std::vector<const void *> &inputs,
   // The clock is read every 64 instances, the poll called every kPollIntervalMs.
   using Clock = std::chrono::steady_clock;
   Clock::time_point nextPoll = Clock::now() + std::chrono::milliseconds(kPollIntervalMs);
-  for (LoopWalker w(prog_.loops, insts.size()); !w.done(); w.next()) {
+  bool dynamic = false;
+  for (const Loop &l : prog_.loops)
+    dynamic |= l.dynamic();
+  for (LoopWalker w(prog_.loops, insts.size(), dynamic ? this : nullptr); !w.done();
+       w.next()) {
     const size_t i = w.pc();
     if (w.depth() == 0)
       runOnce(i, w.iv());
@@ -629,6 +1019,7 @@ RunStats Simulation::run(const std::vector<const void *> &inputs,
       nextPoll = Clock::now() + std::chrono::milliseconds(kPollIntervalMs);
     }
   }
+  checkPeersMatched();
   stats_.instructions = instances;
   finish();
   return stats_;

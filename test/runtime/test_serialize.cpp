@@ -223,7 +223,8 @@ TEST_CASE("readers reject malformed loops and terms", "[serialize][loops]") {
   CHECK(errorFor([](J &t) { t["loops"] = "none"; }) ==
         "loops: expected an array, got string");
   CHECK(errorFor([](J &t) { t["loops"][0] = {1, 4}; }) ==
-        "loops[0]: expected [begin, end, count], got [1,4]");
+        "loops[0]: expected [begin, end, count] or [begin, end, bound, {\"reg\": "
+                "[queue, register], \"while\": bool}], got [1,4]");
   CHECK(errorFor([](J &t) { t["loops"][0] = {1, 9, 3}; }) ==
         "loops[0]: range [1, 9) exceeds the 4 instructions");
   CHECK(errorFor([](J &t) { t["loops"][1] = {2, 2, 4}; }) ==

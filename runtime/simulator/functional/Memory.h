@@ -33,6 +33,8 @@ public:
   /// memory (zeros, or 0xFF with poison), wherever an earlier run on this
   /// thread left its data there (see OnChip).
   void prepare(const Instruction &inst);
+  /// prepare() of one operand alone (`write`: it is written, not read).
+  void prepare(const AccessPattern &ap, bool write) { touch(ap, write); }
 
   /// The Vector engine's accumulator registers on physical core `core`: one fp32 value per
   /// partition, kept across instructions (Instruction::reduceCmd); zero when a run starts.

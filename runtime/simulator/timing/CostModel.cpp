@@ -145,6 +145,33 @@ bool isZero(double v) { return v == 0; }
 
 } // namespace
 
+double sequencerCycles(const Target &t, const Instruction &inst) {
+  // ESTIMATE (Isa.def, HARDWARE.md "Sequencer registers"): no documented cost; a register
+  // op is a tiny instruction of the engine's sequencer, which HARDWARE.md's static overhead
+  // prices; a load or store also makes one memory access (the access overhead), through the
+  // DMA fabric for HBM (its start latency).
+  const double tiny = t.staticOverheadCycles;
+  switch (inst.opcode) {
+  case Opcode::RegisterAlloc:
+    return inst.regInit ? tiny : 0;
+  case Opcode::RegisterMove:
+    return tiny;
+  case Opcode::RegisterLoad:
+  case Opcode::RegisterStore: {
+    const AccessPattern &mem =
+        inst.opcode == Opcode::RegisterLoad ? inst.srcs[0] : inst.dst;
+    const double hbm = mem.space == MemSpace::Hbm
+                           ? t.dmaStartLatencyNs * engineGhz(t, engineOfQueue(inst.queue))
+                           : 0;
+    return tiny + t.accessOverheadCycles + hbm;
+  }
+  case Opcode::CoreBarrier: // a remote semaphore write and a local wait, after both arrive
+    return 2 * tiny;
+  default:
+    return 0;
+  }
+}
+
 double computeCycles(const Target &t, const Instruction &inst,
                      const InstrShape &shape) {
   const double n = double(shape.freeElems);
@@ -258,7 +285,14 @@ double computeCycles(const Target &t, const Instruction &inst,
   case Opcode::DmaScatter:
   case Opcode::DmaTranspose:
   case Opcode::Collective:
+  case Opcode::SendRecv: // a DMA: dmaQueueNs
     return 0;
+  case Opcode::RegisterAlloc:
+  case Opcode::RegisterMove:
+  case Opcode::RegisterLoad:
+  case Opcode::RegisterStore:
+  case Opcode::CoreBarrier:
+    return sequencerCycles(t, inst);
   }
   c /= performanceMode(t, inst, e);
   bool wide = wideInnerStride(inst.dst);
@@ -278,6 +312,10 @@ Cost computeCost(const Target &t, const Instruction &inst,
       (inst.opcode == Opcode::Transpose && e == Engine::Tensor)) {
     cost.busyNs = computeCycles(t, inst, shape) / ghz;
     cost.latencyNs = t.matmulLatencyCycles / ghz;
+    return cost;
+  }
+  if (isSequencerOp(inst.opcode)) { // their own overheads (sequencerCycles)
+    cost.busyNs = sequencerCycles(t, inst) / ghz;
     return cost;
   }
   cost.busyNs = (computeCycles(t, inst, shape) + t.accessOverheadCycles) / ghz;

@@ -29,6 +29,19 @@ double matmulCycles(const Target &t, int64_t m, int64_t n, bool fp32Inputs);
 double computeCycles(const Target &t, const Instruction &inst,
                      const InstrShape &shape);
 
+/// The register instructions and core_barrier: sequencer work, no data path pass.
+inline bool isSequencerOp(Opcode op) {
+  return op == Opcode::RegisterAlloc || op == Opcode::RegisterMove ||
+         op == Opcode::RegisterLoad || op == Opcode::RegisterStore || op == Opcode::CoreBarrier;
+}
+
+/// Engine cycles of a sequencer op (ESTIMATE): register_alloc 0, or staticOverheadCycles with
+/// an initial value; register_move staticOverheadCycles; register_load / register_store
+/// staticOverheadCycles + accessOverheadCycles, + dmaStartLatencyNs of cycles from or to HBM;
+/// core_barrier 2 x staticOverheadCycles after the later core arrives. computeCycles returns
+/// these for them too (no MIN_II floor, no access overhead added by computeCost).
+double sequencerCycles(const Target &t, const Instruction &inst);
+
 /// Busy time and latency of a compute (non-DMA) instruction.
 Cost computeCost(const Target &t, const Instruction &inst,
                  const InstrShape &shape);

@@ -225,3 +225,29 @@ def test_batch_that_cannot_compile_runs_op_by_op(monkeypatch):
     assert losses == pytest.approx(ref, rel=1e-5, abs=1e-6)
     for p, r in zip(params, ref_params):
         torch.testing.assert_close(p, r, rtol=1e-4, atol=1e-5)
+
+
+def test_new_scalar_values_are_not_decided_again(monkeypatch):
+    """AdamW's step sizes change every step: adaptive eager lifts them into inputs, so a new
+    value neither traces the op again nor compiles a new batch program, and the results stay
+    those of CPU eager (a new value each call)."""
+    x = torch.randn(8, 16)
+    t1, t2 = torch.randn(8, 16), torch.rand(8, 16) + 0.5
+    decided = []
+    real = eager._decide
+    monkeypatch.setattr(eager, "_decide", lambda op, *a: decided.append(op) or real(op, *a))
+
+    def step(value):
+        y = x.to(DEV)
+        y.addcdiv_(t1.to(DEV), t2.to(DEV), value=value)
+        return (y / (1.0 - value)).cpu()
+
+    with mode(True):
+        step(0.125)  # decides and compiles once
+        decided.clear()
+        compiles = adaptive.STATS.batch_compiles
+        for value in (0.25, -0.375, 0.0625):
+            expected = torch.addcdiv(x, t1, t2, value=value) / (1.0 - value)
+            torch.testing.assert_close(step(value), expected, rtol=1e-6, atol=1e-6)
+        assert [op for op in decided if "addcdiv" in str(op) or "div" in str(op)] == []
+        assert adaptive.STATS.batch_compiles == compiles

@@ -197,6 +197,21 @@ def _liftable(args: Any) -> bool:
     )
 
 
+def lifted_key(op: Any, args: Any, kwargs: dict[str, Any], key: Any) -> Any:
+    """The eager entry key of an op whose float scalar record() lifts, without the scalar's
+    value; None for other ops."""
+    from . import eager
+
+    if not lift_scalars:
+        return None
+    if op in _VALUE_OPS and _value_liftable(args, kwargs):
+        rest = {k: v for k, v in kwargs.items() if k != "value"}
+        return ("lifted value", op, key[1], eager._key_of(rest))
+    if op in _LIFTABLE and _liftable(args):
+        return ("lifted other", op, eager._key_of(args[:1]), key[2])
+    return None
+
+
 def _use_count(tensor: torch.Tensor) -> int:
     return torch._C._storage_Use_Count(tensor.untyped_storage()._cdata)
 
@@ -447,6 +462,8 @@ def _run(batch: _Batch) -> None:
 def _run_op_by_op(batch: _Batch) -> None:
     """The batch's ops one after another, each as its one-op program (results copied into the
     tensors already returned)."""
+    from . import eager
+
     STATS.op_by_op += 1
     stores = batch.store_list
 
@@ -467,7 +484,10 @@ def _run_op_by_op(batch: _Batch) -> None:
         else:
             tensors = iter([argument(binding) for binding in rec.slots])
             a, k = _fill(rec.args, tensors), _fill(rec.kwargs, tensors)
-        result = rec.entry(rec.op, a, k, batch.device)
+        entry = rec.entry
+        if rec.lifted is not None:  # the entry of the scalar as called, not of the first one
+            entry = eager._entry_for(rec.op, a, k, batch.device, eager.key_of(rec.op, a, k))
+        result = entry(rec.op, a, k, batch.device)
         results = result if isinstance(result, (tuple, list)) else (result,)
         fresh = []
         for value, r in zip(results, rec.op._schema.returns):

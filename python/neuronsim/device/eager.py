@@ -113,17 +113,23 @@ def _run_op(op: torch._ops.OpOverload, args: Any, kwargs: Any) -> Any:
     device = _device_of(op, args, kwargs, leaves)
     key = (op, _key_of(args), _key_of(kwargs))
     STATS.ops += 1
-    with _lock:
-        entry = _entries.get(key)
-        if entry is not None:
-            _entries.move_to_end(key)
-            STATS.hits += 1
-    if entry is None:
-        entry = _decide(op, args, kwargs, device)
+    # Adaptive eager records an op whose Python float scalar it lifts into an input (AdamW's
+    # step sizes) without deciding it again for each new value: the decision (the op's result
+    # shapes and dtypes) does not depend on the value. `lifted` keys that decision.
+    lifted = adaptive.lifted_key(op, args, kwargs, key) if adaptive._enabled else None
+    if lifted is not None:
         with _lock:
-            _entries[key] = entry
-            if len(_entries) > _MAX_ENTRIES:
-                _entries.popitem(last=False)
+            shape_entry = _entries.get(lifted)
+        if type(shape_entry) is _Program and shape_entry.recordable:
+            STATS.hits += 1
+            try:
+                return adaptive.record(op, shape_entry, args, kwargs, device, key, leaves)
+            except adaptive.CannotRecord:
+                pass
+    entry = _entry_for(op, args, kwargs, device, key)
+    if lifted is not None and type(entry) is _Program:
+        with _lock:
+            _entries[lifted] = entry
     if adaptive._enabled and type(entry) is _Program:
         if entry.recordable:
             try:
@@ -134,6 +140,28 @@ def _run_op(op: torch._ops.OpOverload, args: Any, kwargs: Any) -> Any:
         log.debug("neuron: adaptive eager: %s runs as its own program", op)
     # (a pending batch is run first by whatever reads device memory: host_view, copies, ...)
     return entry(op, args, kwargs, device)
+
+
+def _entry_for(op: torch._ops.OpOverload, args: Any, kwargs: Any, device: torch.device,
+               key: Any) -> Any:
+    """The op's entry (a program, a view, a CPU fallback) for these arguments, decided once
+    per key."""
+    with _lock:
+        entry = _entries.get(key)
+        if entry is not None:
+            _entries.move_to_end(key)
+            STATS.hits += 1
+            return entry
+    entry = _decide(op, args, kwargs, device)
+    with _lock:
+        _entries[key] = entry
+        if len(_entries) > _MAX_ENTRIES:
+            _entries.popitem(last=False)
+    return entry
+
+
+def key_of(op: torch._ops.OpOverload, args: Any, kwargs: Any) -> Any:
+    return (op, _key_of(args), _key_of(kwargs))
 
 
 # Composite ops with an autograd formula of their own whose generic kernel would not reach the

@@ -105,7 +105,10 @@ PYBIND11_MODULE(_C, m) {
         facts["chip_link_latency_ns"] = t->chipLinkLatencyNs;
         facts["node_link_bytes_per_ns"] = t->nodeLinkBytesPerNs;
         facts["node_link_latency_ns"] = t->nodeLinkLatencyNs;
-        facts["collective_phase_ns"] = t->collectivePhaseNs;
+        facts["collective_launch_ns"] = t->collectiveLaunchNs;
+        facts["collective_reduce_step_ns"] = t->collectiveReduceStepNs;
+        facts["collective_gather_step_ns"] = t->collectiveGatherStepNs;
+        facts["collective_flat_ring"] = t->collectiveFlatRing;
         facts["collective_ring_bytes_per_ns"] = t->collectiveRingBytesPerNs;
         facts["collective_rhd_bytes_per_ns"] = t->collectiveRhdBytesPerNs;
         facts["collective_mesh_max_bytes"] = t->collectiveMeshMaxBytes;

@@ -56,15 +56,21 @@ struct Target {
   double chipLinkLatencyNs = 0;   // per ring step over NeuronLink
   double nodeLinkBytesPerNs = 0;  // EFA, per instance, between instances
   double nodeLinkLatencyNs = 0;   // per ring step over EFA
-  // The collective engines (neuronsim/distributed/topology.py): what one collective phase (a
-  // reduce-scatter or an all-gather; an all-reduce is both) costs besides its steps and bytes,
-  // the bus bandwidth one rank's collective engines and DMA rings reach with each algorithm,
-  // and the message sizes at which the runtime switches algorithm (0: never).
-  double collectivePhaseNs = 0;       // launch and synchronisation of one phase
+  // The collective engines (neuronsim/distributed/topology.py): a collective's launch, the
+  // synchronisation of each step of its algorithm (a reduce-scatter step receives, reduces and
+  // sends; an all-gather step receives and sends), the bus bandwidth one rank's collective
+  // engines and DMA rings reach with each algorithm, and the message sizes (of a whole
+  // instance's group; a smaller group switches at the same bytes per rank) at which the runtime
+  // switches algorithm (0: never).
+  double collectiveLaunchNs = 0;       // once per collective
+  double collectiveReduceStepNs = 0;   // per reduce-scatter step
+  double collectiveGatherStepNs = 0;   // per all-gather step
   double collectiveRingBytesPerNs = 0; // per-rank bus bandwidth, ring / KangaRing
   double collectiveRhdBytesPerNs = 0;  // per-rank bus bandwidth, mesh and halving-doubling
-  long collectiveMeshMaxBytes = 0;     // below: mesh (one step)
+  long collectiveMeshMaxBytes = 0;     // up to: mesh
   long collectiveRingMinBytes = 0;     // from here: ring; between: recursive halving-doubling
+  bool collectiveFlatRing = false;     // across instances: a flat ring where it beats the
+                                       // hierarchical algorithm
   bool sharedSbufPsumPorts = false; // NC-v2: Vector/GpSimd share SBUF, Vector/Scalar share PSUM
 };
 

@@ -193,15 +193,24 @@ def peer_cost(target, name, n, facts):
     except RuntimeError as e:
         return str(e), None
     if name == "sendrecv":
-        bw, desc = facts["dma_bytes_per_ns_per_queue"], facts["dma_descriptor_min_bytes"]
-        return stats["engine_busy_ns"]["dma"], 128 * max(4 * n, desc) / bw
+        return stats["engine_busy_ns"]["dma"], 128 * descriptor_ns(4 * n, facts)
     return stats["engine_busy_ns"]["gpsimd"] * facts["gpsimd_ghz"] / 2, 2 * STATIC
+
+
+def descriptor_ns(run, facts):
+    """One DMA run of `run` bytes (runtime/HARDWARE.md, DMA efficiency): from the 1 KiB knee
+    at full rate but no faster than dma_descriptor_min_bytes; shorter runs at the 1 KiB run's
+    rate per byte, none faster than a dma_packet_min_bytes one."""
+    bw, desc = facts["dma_bytes_per_ns_per_queue"], facts["dma_descriptor_min_bytes"]
+    short, packet = facts["dma_short_run_bytes"], facts["dma_packet_min_bytes"]
+    if run >= short:
+        return max(run, desc) / bw
+    return max(run, packet) * max(desc, short) / short / bw
 
 
 def dma_cases(n, facts):
     """DMA rows: a [128, n] fp32 load in rows of n elements, and a dma_transpose of [n, 128]."""
     bw = facts["dma_bytes_per_ns_per_queue"]
-    desc = facts["dma_descriptor_min_bytes"]
     run = 4 * n
     hbm_rows = {"space": "hbm", "dtype": "f32", "buffer": 0, "offset": 0,
                 "dims": [[n, 128], [1, n]]}
@@ -209,7 +218,7 @@ def dma_cases(n, facts):
              "dims": [[128, n], [1, 128]]}
     return {
         "dma_copy": ({"dst": sbuf("f32", n), "srcs": [hbm_rows]}, [128, n],
-                     128 * max(run, desc) / bw),
+                     128 * descriptor_ns(run, facts)),
         "dma_transpose": ({"dst": sbuf("f32", n), "srcs": [hbm_t]}, [n, 128],
                           128 * run / (bw * 0.9)),
     }

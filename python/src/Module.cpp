@@ -128,6 +128,8 @@ PYBIND11_MODULE(_C, m) {
         facts["dma_bytes_per_ns_per_queue"] = t->dmaBytesPerNsPerQueue;
         facts["dma_start_latency_ns"] = t->dmaStartLatencyNs;
         facts["dma_descriptor_min_bytes"] = t->dmaDescriptorMinBytes;
+        facts["dma_short_run_bytes"] = t->dmaShortRunBytes;
+        facts["dma_packet_min_bytes"] = t->dmaPacketMinBytes;
         return facts;
       },
       py::arg("name"), "The target's memory, DMA and host-link numbers (the neuron device and report use them).");

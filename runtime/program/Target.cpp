@@ -39,13 +39,24 @@ Target commonCore() {
   // (or on the start of the run); a DMA queued behind its queue's earlier transfers starts
   // when they end. The measured 32 KiB transfer in 1,416 ns is a queued one.
   t.dmaStartLatencyNs = 1300;
-  // FITTED (HARDWARE.md, DMA efficiency curve): relative throughput grows linearly with the
-  // bytes per partition up to about 1 KiB (21% at 512 B, 42% at 1 KiB), a per-descriptor
-  // rate limit: a descriptor takes at least as long as 1024 / 0.42 = 2438 bytes at full rate.
-  // Fitted on the 512 B and 1 KiB points; the model gives 1.3% / 2.6% / 5.2% / 10.5% / 84% /
-  // 100% / 100% at 32 / 64 / 128 / 256 B / 2 / 4 / 8 KiB against the published 1.4% / 2.6%
-  // / 5% / 10% / 81% / 97% / 98% (test_cost_model.cpp checks each).
+  // DMA runs (descriptors) against their bytes (HARDWARE.md, DMA efficiency):
+  // - FITTED on the DMA overview's efficiency curve at 1 KiB (42%): a run of 1 KiB or more
+  //   takes at least as long as 1024 / 0.42 = 2438 bytes at full rate (84% at 2 KiB, 100%
+  //   from 2438 B, against the published 81% / 97% / 98% / 100% at 2 / 4 / 8 / 16 KiB);
+  // - below 1 KiB the curve (one 128-partition transfer issued alone) is latency-bound: its
+  //   times stay near the ~1.2 us that the documented per-transfer initiation cost
+  //   (dmaStartLatencyNs) already charges, so it says nothing of a stream of short runs. The
+  //   published matmul tutorial (K1, trn1) does: the tiled version's 30,720 extra
+  //   [128, 128] bf16 loads (256-byte rows) over the hoisted one cost 8.84 ms, 288 ns each
+  //   over 16 engines, i.e. 256-byte runs at 42% of full rate, not the curve's 10%. So a run
+  //   shorter than 1 KiB moves at the 1 KiB run's 42% (per byte), checked on K1 (no number
+  //   fitted on it);
+  // - ESTIMATE: no run is faster than a 256-byte one (the bandwidth guide: "< 256 B per
+  //   partition: severely overhead-bound"), so an element-strided transfer still pays a
+  //   packet's time per element.
   t.dmaDescriptorMinBytes = 1024.0 / 0.42;
+  t.dmaShortRunBytes = 1024;
+  t.dmaPacketMinBytes = 256;
   // HARDWARE.md: dma_transpose reaches at most 90% of DMA throughput HBM -> SBUF and 50%
   // SBUF -> SBUF (trainium2_arch; trn3: ESTIMATE, as trn2).
   t.dmaTransposeFromHbm = 0.9;

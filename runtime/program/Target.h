@@ -38,9 +38,13 @@ struct Target {
   /// From the semaphore (or the start of the run) that lets a DMA go to its first byte
   /// moving; hidden when the DMA queues behind earlier transfers of its queue.
   double dmaStartLatencyNs = 0;
-  /// A descriptor (contiguous run) moves no faster than one of this many bytes: the
-  /// per-descriptor rate limit of the DMA efficiency curve.
+  /// A descriptor (contiguous run) of dmaShortRunBytes or more moves no faster than one of
+  /// this many bytes (the DMA efficiency curve's knee: full rate from here).
   double dmaDescriptorMinBytes = 0;
+  /// Shorter runs move at the efficiency of a run of this many bytes (per byte), each no
+  /// faster than one of dmaPacketMinBytes (the packet rate of tiny descriptors).
+  double dmaShortRunBytes = 0;
+  double dmaPacketMinBytes = 0;
   double dmaTransposeFromHbm = 1; // dma_transpose throughput share, HBM -> SBUF
   double dmaTransposeOnChip = 1;  // dma_transpose throughput share, SBUF -> SBUF
   double hbmBytesPerNs = 0;       // per (logical) core

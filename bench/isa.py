@@ -9,7 +9,8 @@ Writes bench/results/isa.md.
 Each point is a one-instruction program on SBUF tiles of 128 partitions run timing-only; the
 cycles are the engine's busy time at its clock without the ~60-cycle SBUF access overhead
 (matmuls and Tensor-engine transposes: their initiation interval). DMA rows give nanoseconds
-on one queue: the descriptor model (runs of at least 2438 bytes' time) or dma_transpose's
+on one queue: the descriptor model (runs of 1 KiB or more: at least 2438 bytes' time; shorter
+runs at the 1 KiB run's 42%, none faster than 256 bytes) or dma_transpose's
 90% / 50% share; the 1.3 us start latency is left out (it is hidden behind queued transfers).
 """
 
@@ -352,7 +353,8 @@ def main() -> None:
                  "trn2/trn3 rows show the Vector engine's performance modes (4x tensor_scalar "
                  "and tensor_copy on bf16 SBUF rows, 2x bf16 tensor_tensor); the DMA rows are "
                  "a [128, N] fp32 load in rows of 4N bytes (descriptors of fewer than 2438 "
-                 "bytes run below full rate) and a dma_transpose of [N, 128], at N = "
+                 "bytes run below full rate, under 1 KiB at 42%) and a dma_transpose of "
+                 "[N, 128], at N = "
                  f"{' / '.join(map(str, DMA_SIZES))}.\n\n")
         fh.write("| instruction | engines | nki.isa | documented cost | "
                  + " | ".join(TARGETS) + " | note |\n")

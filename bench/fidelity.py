@@ -346,13 +346,13 @@ def nki_points() -> list[Point]:
 
 
 def pending_points() -> list[Point]:
-    nki = ("needs the NKI front end (`neuronsim.nki`, issue 26) to run AWS's kernel file "
-           "unchanged")  # fmt: skip
     model = ("a whole-model point: needs {what}; not run yet")
     return [
         Point("K4", SAME_PROGRAM, "trn2, LNC=2", "NKI-library RMSNorm + fp8 quantize, S 2K H 8192",
               458.2, "aws-neuron-sdk `nki/library/specs/design-rmsnorm-quant.rst`",
-              reason=nki + "; and fp8 (issue 32)"),
+              reason="the NKI-library kernel (`nkilib/core/rmsnorm/rmsnorm_quant.py`) imports "
+                     "unchanged but quantizes to fp8, which NeuronSim's NKI does not have yet "
+                     "(issue 32; bench/results/nki.md)"),
         Point("T1", SAME_WORKLOAD, "trn1.32xlarge, DP 32",
               "HF BERT-Large pretraining ph. 1, seq 128: one step of a 16-sequence micro-batch per core (119.6 seq/s per core)",
               1e6 / 119.6 * 16, "aws-neuron-sdk `about-neuron/benchmarks/trn1/training_data_encoder.csv`",

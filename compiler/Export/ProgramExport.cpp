@@ -1,5 +1,6 @@
 // Serializes nisa instructions 1:1 into runtime::Program (buffers, instructions, origins).
 #include "compiler/Export/ProgramExport.h"
+#include "dialects/Common/IsaFields.h"
 #include "dialects/Common/LoopTerms.h"
 #include "dialects/NIsa/IR/NIsaOps.h"
 
@@ -263,6 +264,14 @@ LogicalResult Exporter::instruction(Operation *op) {
           })
           .Case([&](nisa::RandomOp o) {
             inst.imm[0] = double(o.getStream());
+            return success();
+          })
+          .Case([&](nisa::InstOp o) -> LogicalResult {
+            if (failed(applyIsaFields(o, o.getFields(), inst)))
+              return failure();
+            for (nisa::AccessPatternAttr ap : o.getSrcs().getAsRange<nisa::AccessPatternAttr>())
+              if (failed(src(ap)))
+                return failure();
             return success();
           })
           .Case([&](nisa::CollectiveOp o) -> LogicalResult {

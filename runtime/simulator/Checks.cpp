@@ -194,7 +194,12 @@ void Checker::checkQueue() {
   auto activate2Op = [](AluOp a) {
     return a == AluOp::Bypass || a == AluOp::AbsMax || a == AluOp::AbsMin;
   };
-  if (inst_.opcode != Opcode::Activate2 && (activate2Op(inst_.alu) || activate2Op(inst_.alu2)))
+  // abs_max with 0 is nl.abs as a Vector-engine op0 (nki-library's rmsnorm_quant and MoE
+  // kernels quantize with tensor_scalar_reduce(op0=nl.abs, operand0=0.0)).
+  const bool vectorAbs = inst_.alu == AluOp::AbsMax && (inst_.opcode == Opcode::TensorScalar ||
+                                                        inst_.opcode == Opcode::TensorScalarReduce);
+  if (inst_.opcode != Opcode::Activate2 &&
+      ((activate2Op(inst_.alu) && !vectorAbs) || activate2Op(inst_.alu2)))
     fail(std::string("takes no ") + aluOpName(activate2Op(inst_.alu) ? inst_.alu : inst_.alu2) +
          " (bypass, abs_max and abs_min are activate2's)");
   if (inst_.scaleTile && inst_.opcode != Opcode::Activation && inst_.opcode != Opcode::Activate2 &&
@@ -583,6 +588,11 @@ InstrShape Checker::checkCompute() {
     nsrc = 1;
   }
   expectSrcs(nsrc);
+  if (inst_.opcode == Opcode::Iota && !inst_.affine.empty() &&
+      inst_.affine.size() != inst_.dst.dims.size() + 1)
+    fail("needs " + std::to_string(inst_.dst.dims.size() + 1) +
+         " affine coefficients (offset, partition, one per free dim of dst), got " +
+         std::to_string(inst_.affine.size()));
   if (inst_.opcode == Opcode::Random) {
     if (!isFloatDType(inst_.dst.dtype))
       fail(std::string("random numbers are floats, not ") + dtypeName(inst_.dst.dtype));

@@ -408,4 +408,30 @@ def NTile_CollectiveOp : NTile_Op<"collective"> {
   let hasVerifier = 1;
 }
 
+def NTile_IsaOp : NTile_Op<"isa"> {
+  let summary = "one instruction of the ISA table, by its opcode, on whole tiles";
+  let description = [{
+    Any instruction of runtime/program/Isa.def that has no op of its own here (kernels call
+    them by their nki.isa names): the sources and the target are whole SBUF/PSUM tiles,
+    `fields` holds the instruction's fields under their program-format names (`imm`, `alu`,
+    `func`, `reduce_cmd`, ...), and the sources listed in `broadcast` ([P, 1] tiles) are read
+    with free stride 0 across the target's row. The runtime checks the operands when the
+    program is loaded, as it does for every instruction; the sources an instruction writes
+    (a reduce result) count as written.
+    ```mlir
+    ntile.isa nonzero_with_count (%x) to %idx {fields = {imm = [0.0, -1.0]}, ntile.engine = "gpsimd"}
+        : (memref<128x64xf32, #ntile.mem<sbuf>>) -> memref<128x65xi32, #ntile.mem<sbuf>>
+    ```
+  }];
+  let arguments = (ins Neuron_Opcode:$opcode,
+                       Arg<Variadic<NTile_Buffer>, "", [MemRead, MemWrite]>:$sources,
+                       Arg<NTile_Buffer, "", [MemRead, MemWrite]>:$target,
+                       DefaultValuedAttr<DictionaryAttr, "{}">:$fields,
+                       OptionalAttr<DenseI64ArrayAttr>:$broadcast);
+  let assemblyFormat = [{
+    $opcode `(` $sources `)` `to` $target attr-dict `:` functional-type($sources, $target)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // NTILE_OPS_TD

@@ -91,6 +91,22 @@ def f64(value: float) -> str:
     return "%.17e" % value
 
 
+def attr_value(value: Any) -> str:
+    """An MLIR attribute of a Python instruction-field value: a bool, int, float, str or a
+    list of them."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return f"{value} : i64"
+    if isinstance(value, float):
+        return f"{f64(value)} : f64"
+    if isinstance(value, str):
+        return '"' + value + '"'
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(attr_value(v) for v in value) + "]"
+    raise TypeError(f"no MLIR attribute for {value!r}")
+
+
 # ---------------------------------------------------------------------------------------------
 # Affine values of loop induction variables
 
@@ -536,9 +552,30 @@ class Emitter:
             text += " {" + ", ".join(attrs) + "}"
         self.emit_line(env, f"{text} : {src_t}, {dst_t}", op.source)
 
+    def emit_isa(self, op: ComputeOp, env: _Env) -> None:
+        """An instruction of the ISA table by its name (ntile.isa): sources, the target and
+        the instruction's fields (program-format names)."""
+        a = op.attrs
+        srcs = [self.operand(env, s, op.source) for s in op.srcs]
+        dst, dst_t = self.operand(env, op.dst, op.source)
+        attrs = []
+        if a.get("fields"):
+            attrs.append("fields = {" + ", ".join(
+                f"{k} = {attr_value(v)}" for k, v in sorted(a["fields"].items())) + "}")
+        if a.get("broadcast"):
+            attrs.append("broadcast = array<i64: " + ", ".join(map(str, a["broadcast"])) + ">")
+        if a.get("engine") is not None:
+            attrs.append(f'ntile.engine = "{a["engine"]}"')
+        extra = (" {" + ", ".join(attrs) + "}") if attrs else ""
+        self.emit_line(env, f"ntile.isa {a['name']}({', '.join(n for n, _ in srcs)}) to {dst}"
+                       f"{extra} : ({', '.join(t for _, t in srcs)}) -> {dst_t}", op.source)
+
     def emit_compute(self, op: ComputeOp, env: _Env) -> None:
         if op.kind == "activation":
             self.emit_activation(op, env)
+            return
+        if op.kind == "isa":
+            self.emit_isa(op, env)
             return
         if op.kind == "scan" and len(op.srcs) == 3:  # an initial tile: one value per partition
             init, init_t = self.operand(env, op.srcs[2], op.source)

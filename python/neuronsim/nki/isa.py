@@ -568,13 +568,24 @@ def bn_aggr(*args: Any, dtype: Any = None, mask: Any = None, **kw: Any) -> Any:
     return _finish(dst, NTile.wrap(r, None), source)
 
 
-def iota(*args: Any, **kw: Any) -> Any:
-    raise error("nisa.iota is not supported by NeuronSim's NKI yet", caller_source())
-
-
-def affine_select(*args: Any, **kw: Any) -> Any:
-    raise error("nisa.affine_select is not supported by NeuronSim's NKI yet", caller_source())
-
+# the instructions without an op of their own: ntile.isa (the ISA table's generic op)
+from ._isa_table import (  # noqa: E402, F401 (nki.isa's names)
+    affine_select,
+    dropout,
+    iota,
+    max8,
+    nc_find_index8,
+    nc_match_replace8,
+    nc_n_gather,
+    nc_stream_shuffle,
+    nonzero_with_count,
+    range_select,
+    select_reduce,
+    tensor_copy_predicated,
+    tensor_partition_reduce,
+    tensor_scalar_cumulative,
+    tensor_scalar_reduce,
+)
 
 def __getattr__(name: str) -> Any:
     if name == "constants":

@@ -28,6 +28,8 @@ std::optional<rt::DType> toDType(Type t) {
   // other unsigned or signed-only types have no encoding.
   if (t.isUnsignedInteger(8))
     return rt::DType::U8;
+  if (t.isUnsignedInteger(32)) // NKI's uint32 (indices of max8 / nc_find_index8, counts)
+    return rt::DType::U32;
   if (t.isSignlessInteger(64))
     return rt::DType::I64;
   if (t.isSignlessInteger(32))

@@ -805,8 +805,8 @@ InstrShape Checker::checkIsaCompute() {
   case Opcode::FindIndex8:
     if (!isFloatDType(inst_.srcs[0].dtype) || !isFloatDType(inst_.srcs[1].dtype))
       fail("searches float data for float values");
-    if (inst_.dst.dtype != DType::I32)
-      fail(std::string("writes i32 indices, not ") + dtypeName(inst_.dst.dtype));
+    if (inst_.dst.dtype != DType::I32 && inst_.dst.dtype != DType::U32)
+      fail(std::string("writes u32 (or i32) indices, not ") + dtypeName(inst_.dst.dtype));
     expectTile(s[1], 1, s[0].partitions, 8);
     expectTile(d, -1, s[0].partitions, 8);
     break;
@@ -904,8 +904,9 @@ InstrShape Checker::checkIsaCompute() {
     if (inst_.dst.dtype != inst_.srcs[0].dtype)
       fail(std::string("dst dtype ") + dtypeName(inst_.dst.dtype) + " differs from srcs[0] " +
            dtypeName(inst_.srcs[0].dtype) + " (a gather is bit-exact)");
-    if (inst_.srcs[1].dtype != DType::I32)
-      fail(std::string("takes i32 indices (srcs[1]), not ") + dtypeName(inst_.srcs[1].dtype));
+    if (inst_.srcs[1].dtype != DType::I32 && inst_.srcs[1].dtype != DType::U32)
+      fail(std::string("takes u32 (or i32) indices (srcs[1]), not ") +
+           dtypeName(inst_.srcs[1].dtype));
     for (int k = -1; k < 2; ++k)
       expectSpace(k < 0 ? inst_.dst : inst_.srcs[size_t(k)], k, MemSpace::Sbuf);
     expectSameShape(d, s[1], 1);

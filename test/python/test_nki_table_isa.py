@@ -240,3 +240,38 @@ def test_the_runtime_checks_name_the_instruction_and_line():
     text = str(info.value)
     assert "tensor_scalar_reduce" in text and "cannot reduce with sub" in text, text
     assert "test_nki_table_isa.py" in text, text
+
+
+@nki.jit
+def find_u32(x, vals):
+    xt, vt = _load(x), _load(vals)
+    idx = nl.ndarray((x.shape[0], 8), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.nc_find_index8(dst=idx, data=xt, vals=vt)
+    g = nl.ndarray((x.shape[0], 8), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.nc_n_gather(dst=g, data=xt, indices=idx)  # uint32 indices gather back the values
+    return _store(idx), _store(g)
+
+
+def test_uint32_indices_and_not_found():
+    x = RNG.permutation(16 * 32).reshape(16, 32).astype(np.float32)
+    vals = np.take_along_axis(x, RNG.integers(0, 32, (16, 8)), 1)
+    idx, g = find_u32(x, vals)
+    assert idx.dtype == np.uint32
+    np.testing.assert_array_equal(np.take_along_axis(x, idx.astype(np.int64), 1), vals)
+    np.testing.assert_array_equal(g, vals)
+
+
+@nki.jit
+def find_only(x, vals):
+    xt, vt = _load(x), _load(vals)
+    idx = nl.ndarray((x.shape[0], 8), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.nc_find_index8(dst=idx, data=xt, vals=vt)
+    return _store(idx)
+
+
+def test_find_index8_not_found_is_uint32_max():
+    x = RNG.permutation(16 * 32).reshape(16, 32).astype(np.float32)
+    vals = np.take_along_axis(x, RNG.integers(0, 32, (16, 8)), 1)
+    vals[:, 3] = -1.0  # in no row
+    idx = find_only(x, vals)
+    np.testing.assert_array_equal(idx[:, 3], np.full(16, 2**32 - 1, np.uint32))

@@ -24,6 +24,8 @@ MLIR_TYPES = {
     torch.int32: "i32",
     torch.int16: "i16",
     torch.int8: "i8",
+    torch.uint8: "ui8",
+    torch.uint32: "ui32",  # NKI's uint32: indices (max8 / nc_find_index8), counts
     torch.bool: "i1",
 }
 

@@ -275,3 +275,25 @@ def test_find_index8_not_found_is_uint32_max():
     vals[:, 3] = -1.0  # in no row
     idx = find_only(x, vals)
     np.testing.assert_array_equal(idx[:, 3], np.full(16, 2**32 - 1, np.uint32))
+
+
+@nki.jit
+def with_constants(x):
+    """nl.shared_constant and nl.shared_identity_matrix (HBM tensors made at trace time), and
+    nc_matmul(is_transpose=True) through the identity."""
+    table = nl.shared_constant(np.arange(32 * 8, dtype=np.float32).reshape(32, 8))
+    eye = nl.shared_identity_matrix(32, dtype=nl.float32)
+    xt, tt, it = _load(x), _load(table), _load(eye)
+    s = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=s, data1=xt, data2=tt, op=nl.add)
+    t = nl.ndarray((8, 32), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=t, stationary=s, moving=it, is_transpose=True)
+    ts = nl.ndarray((8, 32), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=ts, src=t)
+    return _store(ts)
+
+
+def test_shared_constants_and_pe_transpose():
+    x = RNG.standard_normal((32, 8)).astype(np.float32)
+    expect = (x + np.arange(32 * 8, dtype=np.float32).reshape(32, 8)).T
+    np.testing.assert_array_equal(with_constants(x), expect)

@@ -659,6 +659,8 @@ class Emitter:
         for c in constants:
             name = self.fresh("c")
             self.constant_names[id(c)] = name
+            if getattr(c, "hbm", None) is not None:  # an HBM tensor of the kernel's (NKI's
+                self.hbm_names[id(c.hbm)] = name      # shared_constant): views index it
             self.emit_line(env, f"{name} = ntile.constant {c.literal()} : {c.mlir_type()}",
                            source)
         self.emit_scope(root, env)

@@ -214,8 +214,12 @@ def nc_matmul(*args: Any, **kw: Any) -> Any:
     st = as_tile(vals.get("stationary"), "the stationary operand of nc_matmul")
     mv = as_tile(vals.get("moving"), "the moving operand of nc_matmul")
     if kw.get("is_transpose"):
-        raise error("nc_matmul(is_transpose=True) is not supported by NeuronSim's NKI yet; "
-                    "use nisa.nc_transpose", source)
+        # the PE array's transpose: stationary^T, the moving tile being the identity that
+        # passes it through (NeuronSim's nc_transpose is this same matmul by an identity)
+        if mv.np != st.np or mv.free_size() != st.np:
+            raise error(f"nc_matmul(is_transpose=True) passes stationary {list(st.shape)} "
+                        f"through an identity moving tile [{st.np}, {st.np}], got "
+                        f"{list(mv.shape)}", source)
     if kw.get("tile_position") or kw.get("tile_size"):
         raise error("nc_matmul row/column tiling (tile_position) is not supported by "
                     "NeuronSim's NKI yet", source)

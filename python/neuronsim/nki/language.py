@@ -8,6 +8,7 @@ import builtins
 import math
 from typing import Any
 
+import numpy as np
 import torch
 
 from ..kernels import language as _kl
@@ -83,6 +84,31 @@ tile_size.total_available_sbuf_size = 192 * 1024  # type: ignore[attr-defined]
 
 
 # -- allocation --------------------------------------------------------------------------------
+
+
+def shared_constant(constant: Any, dtype: Any = None, **_: Any) -> Any:
+    """An HBM tensor holding `constant` (a numpy array), made at trace time and read like a
+    kernel input (nl.shared_constant)."""
+    from ..kernels import ir as _ir
+
+    source = caller_source()
+    arr = np.asarray(constant)
+    want = torch_dtype(dtype) if dtype is not None else torch_dtype(arr.dtype)
+    if arr.dtype == np.float64 or arr.dtype.kind not in "fiub":
+        arr = arr.astype(np.float64)
+    value = torch.from_numpy(np.ascontiguousarray(arr)).to(want)
+    t = tracer()
+    hbm = _ir.HbmTensor(f"const{len(t.constants)}", tuple(value.shape) or (1,), want,
+                        is_output=False, source=source)
+    const = _ir.ConstantTensor(f"c{len(t.constants)}", value.reshape(hbm.shape).contiguous())
+    const.hbm = hbm  # type: ignore[attr-defined]
+    t.constants.append(const)
+    return HbmView(hbm)
+
+
+def shared_identity_matrix(n: int, dtype: Any = None, **_: Any) -> Any:
+    """An [n, n] identity matrix in HBM (nl.shared_identity_matrix; uint8 unless dtype)."""
+    return shared_constant(np.eye(int(n), dtype=np.uint8), dtype=dtype or torch.uint8)
 
 
 def ndarray(shape: Any, dtype: Any, buffer: Any = None, name: str = "", **_: Any) -> Any:

@@ -297,3 +297,26 @@ def test_shared_constants_and_pe_transpose():
     x = RNG.standard_normal((32, 8)).astype(np.float32)
     expect = (x + np.arange(32 * 8, dtype=np.float32).reshape(32, 8)).T
     np.testing.assert_array_equal(with_constants(x), expect)
+
+
+@nki.jit
+def strided_dst_and_reshaped_return(x):
+    """An engine result written into a strided dst view (every other column of a 3-D tile),
+    and an output returned reshaped."""
+    P, F = x.shape
+    xt = _load(x)
+    wide = nl.ndarray((P, F, 2), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(wide, 0.0)
+    nisa.tensor_scalar(dst=wide[:, :, 1], data=xt, op0=nl.multiply, operand0=3.0)
+    out = nl.ndarray((P, F * 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=wide)
+    return out.reshape((P * 2, F))
+
+
+def test_strided_dst_and_reshaped_return():
+    x = RNG.standard_normal((16, 8)).astype(np.float32)
+    y = strided_dst_and_reshaped_return(x)
+    expect = np.zeros((16, 8, 2), np.float32)
+    expect[:, :, 1] = 3 * x
+    assert y.shape == (32, 8)
+    np.testing.assert_array_equal(y, expect.reshape(32, 8))

@@ -115,6 +115,14 @@ def _finish(dst: Any, result: NTile, source: Source) -> Any:
     if dst is None:
         return result
     target = _as_dst(dst, source)
+    if not target.contiguous():
+        # a strided dst view (engines write contiguous rows): the result, converted to dst's
+        # dtype, is scattered into it by an SBUF-to-SBUF DMA
+        r = result
+        if r.dtype != target.dtype:
+            r = NTile.wrap(_ops.copy(result.flat(source), target.dtype, source), None)
+        target.dma_from(r, source)
+        return None
     _ops.assign(target.flat(source), result.flat(source), source)
     return None
 

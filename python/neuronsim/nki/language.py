@@ -87,12 +87,15 @@ tile_size.total_available_sbuf_size = 192 * 1024  # type: ignore[attr-defined]
 
 
 def shared_constant(constant: Any, dtype: Any = None, **_: Any) -> Any:
-    """An HBM tensor holding `constant` (a numpy array), made at trace time and read like a
-    kernel input (nl.shared_constant)."""
+    """An HBM tensor holding `constant` (a numpy array or the path of a .npy file), made at
+    trace time and read like a kernel input (nl.shared_constant)."""
     from ..kernels import ir as _ir
 
     source = caller_source()
-    arr = np.asarray(constant)
+    if isinstance(constant, (str, bytes)) or hasattr(constant, "__fspath__"):
+        arr = np.load(constant)  # a .npy file (nki-library's cached constants)
+    else:
+        arr = np.asarray(constant)
     want = torch_dtype(dtype) if dtype is not None else torch_dtype(arr.dtype)
     if arr.dtype == np.float64 or arr.dtype.kind not in "fiub":
         arr = arr.astype(np.float64)

@@ -282,8 +282,8 @@ def with_constants(x):
     """nl.shared_constant and nl.shared_identity_matrix (HBM tensors made at trace time), and
     nc_matmul(is_transpose=True) through the identity."""
     table = nl.shared_constant(np.arange(32 * 8, dtype=np.float32).reshape(32, 8))
-    eye = nl.shared_identity_matrix(32, dtype=nl.float32)
-    xt, tt, it = _load(x), _load(table), _load(eye)
+    it = nl.shared_identity_matrix(32, dtype=nl.float32)  # an SBUF tile, as NKI's
+    xt, tt = _load(x), _load(table)
     s = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
     nisa.tensor_tensor(dst=s, data1=xt, data2=tt, op=nl.add)
     t = nl.ndarray((8, 32), dtype=nl.float32, buffer=nl.psum)

@@ -110,8 +110,12 @@ def shared_constant(constant: Any, dtype: Any = None, **_: Any) -> Any:
 
 
 def shared_identity_matrix(n: int, dtype: Any = None, **_: Any) -> Any:
-    """An [n, n] identity matrix in HBM (nl.shared_identity_matrix; uint8 unless dtype)."""
-    return shared_constant(np.eye(int(n), dtype=np.uint8), dtype=dtype or torch.uint8)
+    """An [n, n] identity matrix in SBUF (nl.shared_identity_matrix; uint8 unless dtype),
+    loaded once at the kernel's start: a moving operand for PE transposes."""
+    want = torch_dtype(dtype) if dtype is not None else torch.uint8
+    tile = tracer().constant_tile(("identity", int(n), want), torch.eye(int(n), dtype=want),
+                                  caller_source())
+    return NTile.wrap(TileView.whole(tile), None)
 
 
 def ndarray(shape: Any, dtype: Any, buffer: Any = None, name: str = "", **_: Any) -> Any:

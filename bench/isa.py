@@ -9,7 +9,8 @@ Writes bench/results/isa.md.
 Each point is a one-instruction program on SBUF tiles of 128 partitions run timing-only; the
 cycles are the engine's busy time at its clock without the ~60-cycle SBUF access overhead
 (matmuls and Tensor-engine transposes: their initiation interval). DMA rows give nanoseconds
-on one queue: the descriptor model (runs of at least 2438 bytes' time) or dma_transpose's
+on one queue: the descriptor model (runs of 1 KiB or more: at least 2438 bytes' time; shorter
+runs at the 1 KiB run's 42%, none faster than 256 bytes) or dma_transpose's
 90% / 50% share; the 1.3 us start latency is left out (it is hidden behind queued transfers).
 """
 
@@ -193,15 +194,24 @@ def peer_cost(target, name, n, facts):
     except RuntimeError as e:
         return str(e), None
     if name == "sendrecv":
-        bw, desc = facts["dma_bytes_per_ns_per_queue"], facts["dma_descriptor_min_bytes"]
-        return stats["engine_busy_ns"]["dma"], 128 * max(4 * n, desc) / bw
+        return stats["engine_busy_ns"]["dma"], 128 * descriptor_ns(4 * n, facts)
     return stats["engine_busy_ns"]["gpsimd"] * facts["gpsimd_ghz"] / 2, 2 * STATIC
+
+
+def descriptor_ns(run, facts):
+    """One DMA run of `run` bytes (runtime/HARDWARE.md, DMA efficiency): from the 1 KiB knee
+    at full rate but no faster than dma_descriptor_min_bytes; shorter runs at the 1 KiB run's
+    rate per byte, none faster than a dma_packet_min_bytes one."""
+    bw, desc = facts["dma_bytes_per_ns_per_queue"], facts["dma_descriptor_min_bytes"]
+    short, packet = facts["dma_short_run_bytes"], facts["dma_packet_min_bytes"]
+    if run >= short:
+        return max(run, desc) / bw
+    return max(run, packet) * max(desc, short) / short / bw
 
 
 def dma_cases(n, facts):
     """DMA rows: a [128, n] fp32 load in rows of n elements, and a dma_transpose of [n, 128]."""
     bw = facts["dma_bytes_per_ns_per_queue"]
-    desc = facts["dma_descriptor_min_bytes"]
     run = 4 * n
     hbm_rows = {"space": "hbm", "dtype": "f32", "buffer": 0, "offset": 0,
                 "dims": [[n, 128], [1, n]]}
@@ -209,7 +219,7 @@ def dma_cases(n, facts):
              "dims": [[128, n], [1, 128]]}
     return {
         "dma_copy": ({"dst": sbuf("f32", n), "srcs": [hbm_rows]}, [128, n],
-                     128 * max(run, desc) / bw),
+                     128 * descriptor_ns(run, facts)),
         "dma_transpose": ({"dst": sbuf("f32", n), "srcs": [hbm_t]}, [n, 128],
                           128 * run / (bw * 0.9)),
     }
@@ -343,7 +353,8 @@ def main() -> None:
                  "trn2/trn3 rows show the Vector engine's performance modes (4x tensor_scalar "
                  "and tensor_copy on bf16 SBUF rows, 2x bf16 tensor_tensor); the DMA rows are "
                  "a [128, N] fp32 load in rows of 4N bytes (descriptors of fewer than 2438 "
-                 "bytes run below full rate) and a dma_transpose of [N, 128], at N = "
+                 "bytes run below full rate, under 1 KiB at 42%) and a dma_transpose of "
+                 "[N, 128], at N = "
                  f"{' / '.join(map(str, DMA_SIZES))}.\n\n")
         fh.write("| instruction | engines | nki.isa | documented cost | "
                  + " | ".join(TARGETS) + " | note |\n")

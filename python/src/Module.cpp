@@ -105,7 +105,10 @@ PYBIND11_MODULE(_C, m) {
         facts["chip_link_latency_ns"] = t->chipLinkLatencyNs;
         facts["node_link_bytes_per_ns"] = t->nodeLinkBytesPerNs;
         facts["node_link_latency_ns"] = t->nodeLinkLatencyNs;
-        facts["collective_phase_ns"] = t->collectivePhaseNs;
+        facts["collective_launch_ns"] = t->collectiveLaunchNs;
+        facts["collective_reduce_step_ns"] = t->collectiveReduceStepNs;
+        facts["collective_gather_step_ns"] = t->collectiveGatherStepNs;
+        facts["collective_flat_ring"] = t->collectiveFlatRing;
         facts["collective_ring_bytes_per_ns"] = t->collectiveRingBytesPerNs;
         facts["collective_rhd_bytes_per_ns"] = t->collectiveRhdBytesPerNs;
         facts["collective_mesh_max_bytes"] = t->collectiveMeshMaxBytes;
@@ -125,6 +128,8 @@ PYBIND11_MODULE(_C, m) {
         facts["dma_bytes_per_ns_per_queue"] = t->dmaBytesPerNsPerQueue;
         facts["dma_start_latency_ns"] = t->dmaStartLatencyNs;
         facts["dma_descriptor_min_bytes"] = t->dmaDescriptorMinBytes;
+        facts["dma_short_run_bytes"] = t->dmaShortRunBytes;
+        facts["dma_packet_min_bytes"] = t->dmaPacketMinBytes;
         return facts;
       },
       py::arg("name"), "The target's memory, DMA and host-link numbers (the neuron device and report use them).");

@@ -39,13 +39,24 @@ Target commonCore() {
   // (or on the start of the run); a DMA queued behind its queue's earlier transfers starts
   // when they end. The measured 32 KiB transfer in 1,416 ns is a queued one.
   t.dmaStartLatencyNs = 1300;
-  // FITTED (HARDWARE.md, DMA efficiency curve): relative throughput grows linearly with the
-  // bytes per partition up to about 1 KiB (21% at 512 B, 42% at 1 KiB), a per-descriptor
-  // rate limit: a descriptor takes at least as long as 1024 / 0.42 = 2438 bytes at full rate.
-  // Fitted on the 512 B and 1 KiB points; the model gives 1.3% / 2.6% / 5.2% / 10.5% / 84% /
-  // 100% / 100% at 32 / 64 / 128 / 256 B / 2 / 4 / 8 KiB against the published 1.4% / 2.6%
-  // / 5% / 10% / 81% / 97% / 98% (test_cost_model.cpp checks each).
+  // DMA runs (descriptors) against their bytes (HARDWARE.md, DMA efficiency):
+  // - FITTED on the DMA overview's efficiency curve at 1 KiB (42%): a run of 1 KiB or more
+  //   takes at least as long as 1024 / 0.42 = 2438 bytes at full rate (84% at 2 KiB, 100%
+  //   from 2438 B, against the published 81% / 97% / 98% / 100% at 2 / 4 / 8 / 16 KiB);
+  // - below 1 KiB the curve (one 128-partition transfer issued alone) is latency-bound: its
+  //   times stay near the ~1.2 us that the documented per-transfer initiation cost
+  //   (dmaStartLatencyNs) already charges, so it says nothing of a stream of short runs. The
+  //   published matmul tutorial (K1, trn1) does: the tiled version's 30,720 extra
+  //   [128, 128] bf16 loads (256-byte rows) over the hoisted one cost 8.84 ms, 288 ns each
+  //   over 16 engines, i.e. 256-byte runs at 42% of full rate, not the curve's 10%. So a run
+  //   shorter than 1 KiB moves at the 1 KiB run's 42% (per byte), checked on K1 (no number
+  //   fitted on it);
+  // - ESTIMATE: no run is faster than a 256-byte one (the bandwidth guide: "< 256 B per
+  //   partition: severely overhead-bound"), so an element-strided transfer still pays a
+  //   packet's time per element.
   t.dmaDescriptorMinBytes = 1024.0 / 0.42;
+  t.dmaShortRunBytes = 1024;
+  t.dmaPacketMinBytes = 256;
   // HARDWARE.md: dma_transpose reaches at most 90% of DMA throughput HBM -> SBUF and 50%
   // SBUF -> SBUF (trainium2_arch; trn3: ESTIMATE, as trn2).
   t.dmaTransposeFromHbm = 0.9;
@@ -53,16 +64,22 @@ Target commonCore() {
   // ESTIMATE: fixed cost of one host <-> device copy of the `neuron` device
   // (a DMA descriptor ring round trip over PCIe); no public figure.
   t.hostLinkLatencyNs = 2000;
-  // Per-step latencies of a collective (HARDWARE.md, Collectives): about 1-2 us per
+  // Per-step link latencies of a collective (HARDWARE.md, Collectives): about 1-2 us per
   // NeuronLink hop of an intra-node ring (intranode-collective-comm), about 15 us per EFA hop
-  // (internode-collective-comm); ESTIMATE: 1.5 us between the logical cores of one chip.
+  // (internode-collective-comm; ib_write_lat between two servers' HBM, collectives page);
+  // ESTIMATE: 1.5 us between the logical cores of one chip. The CC-cores' synchronisation of
+  // each step comes on top (collectiveReduceStepNs / collectiveGatherStepNs, FITTED per target).
   t.onChipLatencyNs = 1500;
   t.chipLinkLatencyNs = 2000;
   t.nodeLinkLatencyNs = 15000;
   // Collective algorithm by message size (HARDWARE.md, Collectives; documented for trn2,
-  // intranode-collective-comm: mesh below 1 MB, recursive halving-doubling up to 56 MB,
-  // KangaRing above). trn1 overrides this below.
-  t.collectiveMeshMaxBytes = 1000 * 1000;
+  // intranode-collective-comm, for a whole instance: mesh below "1MB", recursive
+  // halving-doubling up to 56 MB, KangaRing above). ESTIMATE: mesh up to 1 MiB inclusive
+  // (nccom-test's 64-rank all-gather, C7, rises smoothly to 1 MiB with no switch), and a
+  // smaller group switching at the same bytes per rank (nccom-test's 16-rank all-reduce, C4,
+  // names mesh at 128 KiB, halving-doubling at 2 MiB and KangaRing at 32 MiB, below 56 MB).
+  // trn1 overrides this below.
+  t.collectiveMeshMaxBytes = 1 << 20;
   t.collectiveRingMinBytes = 56 * 1000 * 1000;
   return t;
 }
@@ -93,15 +110,34 @@ Target makeTrn1() {
   // ESTIMATE: NeuronLink-v2, no per-chip figure published; 4 links x 96 GB/s.
   t.chipLinkBytesPerNs = 384;
   t.nodeLinkBytesPerNs = 800.0 / 8; // HARDWARE.md: trn1.32xlarge EFA 800 Gbps
-  // FITTED (HARDWARE.md, Collectives) on nccom-test's trn1 2-rank fp32 all-reduce (C1):
-  // 1 KiB in 58 us is two phases of (launch + one 1.5 us on-chip step), so 27.5 us a phase;
-  // 1 GiB in 18,930 us leaves 18,872 us for 2 (p-1)/p x 1 GiB per rank: 56.9 B/ns.
-  // No algorithm choice is documented for trn1: ring at every size (ESTIMATE).
-  t.collectivePhaseNs = 27500;
-  t.collectiveRingBytesPerNs = 1073741824.0 / (18930000 - 58000);
+  // FITTED (HARDWARE.md, Collectives) on nccom-test's trn1 fp32 all-reduces (SDK 2.10 era),
+  // three points for three numbers (topology.py's model, arithmetic below):
+  // - ring bandwidth: 2 ranks on one chip (C1), 1 KiB in 58 us and 1 GiB in 18,930 us: one
+  //   ring step per phase, so the 1,047,552 more bytes per rank took 18,872 us: 56.9 B/ns;
+  // - launch and step: C1's 1 KiB is the launch + 2 x (a step + the 1.5 us on-chip hop); the
+  //   64-rank all-reduce of 1 MiB over two trn1.32xlarge (C3), 1,328 us, runs hierarchically:
+  //   a 32-rank ring reduce-scatter in each instance (31 steps, 54.5 us of hops, 31/32 MiB per
+  //   rank), an all-reduce of 32 KiB per rank between the two (2 x one step and a 15 us EFA
+  //   hop, the instance's 32 ranks sharing its 100 B/ns of EFA), a ring all-gather back:
+  //   64 steps, so 62 steps = 1,328 us - 55 us - the hops - the bytes.
+  // No algorithm choice is documented for trn1: ring at every size (ESTIMATE); across
+  // instances the flat ring where it beats the hierarchy ("Flat Ring on Trn1 for large message
+  // sizes", internode-collective-comm). No trn1 all-gather point separates a gather step
+  // from a reduce step: one value for both (ESTIMATE).
+  t.collectiveRingBytesPerNs = (1073741824.0 - 1024) / (18930000 - 58000);
   t.collectiveRhdBytesPerNs = t.collectiveRingBytesPerNs;
+  {
+    const double bw = t.collectiveRingBytesPerNs;
+    const double hops = 2 * (15 * 1500.0 + 16 * 2000.0) + 2 * 15000.0;
+    const double bytes = 2 * (31.0 / 32 * 1048576 / bw) + 2 * (32 * 0.5 * 32768 / 100.0);
+    t.collectiveReduceStepNs =
+        (1328000.0 - (58000.0 - 2 * 1500 - 1024 / bw) - hops - bytes) / 62;
+    t.collectiveGatherStepNs = t.collectiveReduceStepNs;
+    t.collectiveLaunchNs = 58000.0 - 2 * (t.collectiveReduceStepNs + 1500) - 1024 / bw;
+  }
   t.collectiveMeshMaxBytes = 0;
   t.collectiveRingMinBytes = 0;
+  t.collectiveFlatRing = true;
   // HARDWARE.md: NC-v2 Vector/GpSimd SBUF, Vector/Scalar PSUM
   t.sharedSbufPsumPorts = true;
   return t;
@@ -137,18 +173,27 @@ Target makeTrn2() {
   // HARDWARE.md: NeuronLink-v3, 1,024 GB/s per chip inside a trn2.48xlarge (trn2-arch;
   // the chip page's 1.28 TB/s counts UltraServer-only links).
   t.chipLinkBytesPerNs = 1024;
-  // FITTED (HARDWARE.md, Collectives) on nccom-test points, newest SDK first:
-  // - launch: trn2.48xlarge 64-rank bf16 all-gather of 1 KiB in 101.1 us (C7, SDK 2.32) is one
-  //   mesh phase: launch + one 2 us NeuronLink step, so 99.1 us;
-  // - ring bandwidth: 16-rank fp32 all-reduce of 512 MiB in 9,690 us (C4, SDK 2.28): two
-  //   phases of launch + 24.5 us of ring steps leave 9,442.8 us for 2 x 15/16 x 512 MiB;
-  // - halving-doubling bandwidth: the same at 32 MiB, 2,754 us: two phases of launch + 7 us of
-  //   steps leave 2,541.8 us for 2 x 15/16 x 32 MiB.
-  t.collectivePhaseNs = 99100;
-  t.collectiveRingBytesPerNs = 2 * 15.0 / 16 * 536870912 / 9442800;
-  t.collectiveRhdBytesPerNs = 2 * 15.0 / 16 * 33554432 / 2541800;
-  // ESTIMATE: EFA of a trn2.48xlarge, 3.2 Tbps (the instance page; not in
-  // HARDWARE.md).
+  // FITTED (HARDWARE.md, Collectives) on four nccom-test points for four numbers
+  // (topology.py's model, arithmetic below); the step costs reproduce the other floors:
+  // - gather step and mesh / halving-doubling bandwidth: trn2.48xlarge 64-rank bf16
+  //   all-gathers (C7, SDK 2.32), mesh (one step across the chips, 2 us, one inside, 1.5 us):
+  //   1 KiB in 101.1 us, 1 MiB in 117.7 us, so 63/64 x 1,047,552 bytes in 16.6 us;
+  // - reduce step: 16-rank fp32 all-reduce (C4, SDK 2.28) of 4 B in 300 us, mesh: two reduce
+  //   and two gather steps and their hops;
+  // - ring (KangaRing) bandwidth: the same of 512 MiB in 9,690 us, 15 reduce and 15 gather
+  //   steps (24.5 us of hops a phase) and 2 x 15/16 x 512 MiB.
+  // No launch cost beyond the steps shows in C4: its mesh floor (4 steps) and the intercept of
+  // its two KangaRing points (30 steps) give the same ~75 us a step (ESTIMATE: 0).
+  t.collectiveLaunchNs = 0;
+  t.collectiveRhdBytesPerNs = 63.0 / 64 * (1048576 - 1024) / (117700 - 101100);
+  t.collectiveGatherStepNs = (101100 - 3500 - 63.0 / 64 * 1024 / t.collectiveRhdBytesPerNs) / 2;
+  t.collectiveReduceStepNs = (300000 - 2 * 3500 - 2 * t.collectiveGatherStepNs -
+                              2 * 15.0 / 16 * 4 / t.collectiveRhdBytesPerNs) / 2;
+  t.collectiveRingBytesPerNs =
+      2 * 15.0 / 16 * 536870912 /
+      (9690000 - 15 * (t.collectiveReduceStepNs + t.collectiveGatherStepNs) - 2 * 24500);
+  // HARDWARE.md: EFAv3 of a trn2.48xlarge, 3,200 Gbps (trn2-arch; 200 Gbps per chip, the
+  // collectives page).
   t.nodeLinkBytesPerNs = 3200.0 / 8;
   t.sharedSbufPsumPorts = false; // HARDWARE.md: port sharing lifted in NC-v3
   return t;
@@ -197,9 +242,14 @@ Target makeTrn3() {
   t.chipLinkBytesPerNs = 2560;
   t.nodeLinkBytesPerNs = 3200.0 / 8; // ESTIMATE: as trn2
   // ESTIMATE: trn3's collective engines as trn2's (no published trn3 collective point).
-  t.collectivePhaseNs = 99100;
-  t.collectiveRingBytesPerNs = 2 * 15.0 / 16 * 536870912 / 9442800;
-  t.collectiveRhdBytesPerNs = 2 * 15.0 / 16 * 33554432 / 2541800;
+  {
+    const Target trn2 = makeTrn2();
+    t.collectiveLaunchNs = trn2.collectiveLaunchNs;
+    t.collectiveReduceStepNs = trn2.collectiveReduceStepNs;
+    t.collectiveGatherStepNs = trn2.collectiveGatherStepNs;
+    t.collectiveRingBytesPerNs = trn2.collectiveRingBytesPerNs;
+    t.collectiveRhdBytesPerNs = trn2.collectiveRhdBytesPerNs;
+  }
   t.sharedSbufPsumPorts = false; // HARDWARE.md: lifted since NC-v3
   return t;
 }

@@ -38,9 +38,13 @@ struct Target {
   /// From the semaphore (or the start of the run) that lets a DMA go to its first byte
   /// moving; hidden when the DMA queues behind earlier transfers of its queue.
   double dmaStartLatencyNs = 0;
-  /// A descriptor (contiguous run) moves no faster than one of this many bytes: the
-  /// per-descriptor rate limit of the DMA efficiency curve.
+  /// A descriptor (contiguous run) of dmaShortRunBytes or more moves no faster than one of
+  /// this many bytes (the DMA efficiency curve's knee: full rate from here).
   double dmaDescriptorMinBytes = 0;
+  /// Shorter runs move at the efficiency of a run of this many bytes (per byte), each no
+  /// faster than one of dmaPacketMinBytes (the packet rate of tiny descriptors).
+  double dmaShortRunBytes = 0;
+  double dmaPacketMinBytes = 0;
   double dmaTransposeFromHbm = 1; // dma_transpose throughput share, HBM -> SBUF
   double dmaTransposeOnChip = 1;  // dma_transpose throughput share, SBUF -> SBUF
   double hbmBytesPerNs = 0;       // per (logical) core
@@ -56,15 +60,21 @@ struct Target {
   double chipLinkLatencyNs = 0;   // per ring step over NeuronLink
   double nodeLinkBytesPerNs = 0;  // EFA, per instance, between instances
   double nodeLinkLatencyNs = 0;   // per ring step over EFA
-  // The collective engines (neuronsim/distributed/topology.py): what one collective phase (a
-  // reduce-scatter or an all-gather; an all-reduce is both) costs besides its steps and bytes,
-  // the bus bandwidth one rank's collective engines and DMA rings reach with each algorithm,
-  // and the message sizes at which the runtime switches algorithm (0: never).
-  double collectivePhaseNs = 0;       // launch and synchronisation of one phase
+  // The collective engines (neuronsim/distributed/topology.py): a collective's launch, the
+  // synchronisation of each step of its algorithm (a reduce-scatter step receives, reduces and
+  // sends; an all-gather step receives and sends), the bus bandwidth one rank's collective
+  // engines and DMA rings reach with each algorithm, and the message sizes (of a whole
+  // instance's group; a smaller group switches at the same bytes per rank) at which the runtime
+  // switches algorithm (0: never).
+  double collectiveLaunchNs = 0;       // once per collective
+  double collectiveReduceStepNs = 0;   // per reduce-scatter step
+  double collectiveGatherStepNs = 0;   // per all-gather step
   double collectiveRingBytesPerNs = 0; // per-rank bus bandwidth, ring / KangaRing
   double collectiveRhdBytesPerNs = 0;  // per-rank bus bandwidth, mesh and halving-doubling
-  long collectiveMeshMaxBytes = 0;     // below: mesh (one step)
+  long collectiveMeshMaxBytes = 0;     // up to: mesh
   long collectiveRingMinBytes = 0;     // from here: ring; between: recursive halving-doubling
+  bool collectiveFlatRing = false;     // across instances: a flat ring where it beats the
+                                       // hierarchical algorithm
   bool sharedSbufPsumPorts = false; // NC-v2: Vector/GpSimd share SBUF, Vector/Scalar share PSUM
 };
 

@@ -1,9 +1,9 @@
 // RUN: neuron-opt %s -neuron-assign-dma-queues | FileCheck %s
 
 // Outside loops: transfers rotate over the queues; a 64 KiB transfer of 128 rows of 512 B
-// takes a queue as long as 128 x 2438 B at full rate (the descriptor rule of
-// runtime/HARDWARE.md) and splits into parts of at least 32 KiB of that, here one per queue
-// of the pool it goes to (3). Loads just before a loop nest take the nest's store queues
+// takes a queue as long as 128 x 1219 B at full rate (the descriptor rule of
+// runtime/HARDWARE.md: runs under 1 KiB at 42%) and splits into parts of at least 32 KiB of
+// that, here one per queue of the pool it goes to (3). Loads just before a loop nest take the nest's store queues
 // (idle until its first store) so as not to delay its first loads; the store after the
 // loop rotates over all queues. Inside loops, where an instruction runs on the same
 // queue in every iteration, loads and stores get disjoint queues in proportion to the
@@ -41,17 +41,17 @@ func.func @queues() {
 }
 
 // A software pipeline (nisa.prefetch, from ntile.prefetch): its prologue before the nest
-// is what the nest needs first, with its first loads, and takes every queue (here 9
-// parts: 128 rows of 512 B take a queue as long as 128 x 2438 B), not the nest's store
-// queues as an unmarked load
+// is what the nest needs first, with its first loads, and takes every queue (here 4
+// parts: 128 rows of 512 B take a queue as long as 128 x 1219 B, runs under 1 KiB moving
+// at the 1 KiB run's 42%), not the nest's store queues as an unmarked load
 // would (see @queues). Inside the nest the prefetch of the next iteration, last in the
 // body, shares the load queues (14; the stores move 1/7 of the bytes: 2 queues) and
 // queues behind the iteration's loads. The attribute is consumed.
 // CHECK-LABEL: func @prefetch
 // CHECK-NOT: nisa.prefetch
-// CHECK: nisa.dma_copy on 4 <sbuf[0] + 0, {{\[\[}}1, 15], [1, 128]], f32>, <hbm[1] + 0, {{\[\[}}576, 15], [1, 128]], f32>
-// CHECK-COUNT-7: nisa.dma_copy on
-// CHECK-NEXT: nisa.dma_copy on 12 <sbuf[120] + 0, {{\[\[}}1, 8], [1, 128]], f32>, <hbm[1] + 69120, {{\[\[}}576, 8], [1, 128]], f32>
+// CHECK: nisa.dma_copy on 4 <sbuf[0] + 0, {{\[\[}}1, 32], [1, 128]], f32>, <hbm[1] + 0, {{\[\[}}576, 32], [1, 128]], f32>
+// CHECK-COUNT-2: nisa.dma_copy on
+// CHECK-NEXT: nisa.dma_copy on 7 <sbuf[96] + 0, {{\[\[}}1, 32], [1, 128]], f32>, <hbm[1] + 55296, {{\[\[}}576, 32], [1, 128]], f32>
 // CHECK-NEXT: nisa.loop iv0 to 8 {
 // CHECK-NEXT: nisa.dma_copy on 4 <sbuf[0] + 1024 + 512*(iv0 mod 2), {{\[\[}}1, 10], [1, 128]], f32>
 // CHECK-COUNT-11: nisa.dma_copy on
@@ -78,14 +78,12 @@ func.func @prefetch() {
 }
 
 // A column (one 4-byte element per partition, 128 descriptors) moves 512 B but holds its
-// queue for 128 descriptors' time (128 x 2438 B at full rate): outside loops it splits
-// like a transfer of that many bytes, into 9 parts of at least 8 rows.
+// queue for 128 descriptors' time (128 x 610 B at full rate: a 256-byte packet's time
+// each): outside loops it splits like a transfer of that many bytes, into 2 parts.
 // CHECK-LABEL: func @column
 // CHECK-NEXT: nisa.buffer
-// CHECK-NEXT: nisa.dma_copy on 4 <sbuf[0] + 0, {{\[\[}}1, 15], [1, 1]], f32>, <hbm[0] + 0, {{\[\[}}16, 15], [1, 1]], f32>
-// CHECK-NEXT: nisa.dma_copy on 5 <sbuf[15] + 0, {{\[\[}}1, 15], [1, 1]], f32>, <hbm[0] + 240, {{\[\[}}16, 15], [1, 1]], f32>
-// CHECK-COUNT-6: nisa.dma_copy on
-// CHECK-NEXT: nisa.dma_copy on 12 <sbuf[120] + 0, {{\[\[}}1, 8], [1, 1]], f32>, <hbm[0] + 1920, {{\[\[}}16, 8], [1, 1]], f32>
+// CHECK-NEXT: nisa.dma_copy on 4 <sbuf[0] + 0, {{\[\[}}1, 64], [1, 1]], f32>, <hbm[0] + 0, {{\[\[}}16, 64], [1, 1]], f32>
+// CHECK-NEXT: nisa.dma_copy on 5 <sbuf[64] + 0, {{\[\[}}1, 64], [1, 1]], f32>, <hbm[0] + 1024, {{\[\[}}16, 64], [1, 1]], f32>
 // CHECK-NEXT: return
 func.func @column() {
   nisa.buffer 0 input 0 : tensor<128x16xf32>

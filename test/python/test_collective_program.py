@@ -38,7 +38,8 @@ def test_independent_compute_overlaps_the_all_reduce(tmp_path):
         )
     for free, bound in zip(independent, dependent, strict=True):
         # The fp32 1024 x 1024 x 4096 matmul (about 430 us on trn2) runs while the 4 MiB
-        # all-reduce (two halving-doubling phases, about 370 us) is in flight: the collective
+        # all-reduce (a 2-rank ring: one reduce and one gather step, about 180 us) is in
+        # flight: the collective
         # is hidden, and the step is shorter than with the matmul waiting for it (then only
         # the loads of w overlap the collective).
         assert free["exposed_ns"] < 0.25 * free["collective_ns"]

@@ -6,17 +6,27 @@ cores x chips, or fewer: torchrun's LOCAL_WORLD_SIZE), global rank r sits on ins
 on that instance's chip (r % n) // cores. Links: between logical cores of a chip
 (through HBM), NeuronLink between chips of an instance (shared by the chip's ranks), EFA between
 instances (shared by the instance's ranks). Every number comes from the target description
-(runtime/program/Target.cpp, with sources or ESTIMATE marks in runtime/HARDWARE.md).
+(runtime/program/Target.cpp, with sources, ESTIMATE or FITTED marks in runtime/HARDWARE.md).
 
-Algorithms (collective_ns), as the Neuron runtime picks them by message size (documented for
-trn2: mesh below 1 MB, recursive halving-doubling up to 56 MB, KangaRing above; trn1: ring):
-all-reduce is a reduce-scatter phase then an all-gather phase. A phase costs the target's
-launch and synchronisation (FITTED on nccom-test points, runtime/HARDWARE.md), its steps'
-latencies (mesh: one step; halving-doubling: ceil(log2 m) steps at each level; ring: one hop
-after another around the ring), and its bytes: (p - 1) / p of the data through each rank's
-collective engines at the bus bandwidth they reach with that algorithm, or through the group's
-busiest link if that is slower. All-to-all is limited by its busiest level; broadcast is a
-pipelined tree; send/recv one hop.
+How the Neuron runtime runs a collective (runtime/HARDWARE.md, Collectives, after AWS's
+intra-node and inter-node collective pages) and what this model charges for it:
+- a collective costs one launch, then its algorithm's steps: the CC-cores synchronise every
+  step (a reduce-scatter step also reduces what it received, so its steps cost more than an
+  all-gather's), each step also pays the latency of the link it crosses, and the data:
+  (m - 1) / m of the buffer through each rank's collective engines at the bus bandwidth that
+  algorithm reaches, or through the group's busiest link if that is slower;
+- inside an instance the algorithm follows the message size (documented for trn2, for a whole
+  instance: mesh up to 1 MiB, recursive halving-doubling to 56 MB, KangaRing above; a smaller
+  group switches at the same bytes per rank): mesh takes one step across chips and one
+  inside a chip per phase, halving-doubling one inside the chip and log2(chips) across,
+  a ring p - 1; an all-reduce is a reduce-scatter phase then an all-gather phase;
+- a group spanning instances runs hierarchically (documented): all-reduce = reduce-scatter
+  inside each instance, all-reduce of 1/Y of the buffer between instances (Y ranks per
+  instance, the Y groups sharing the instance's EFA), all-gather inside the instance;
+  all-gather = between instances then inside; reduce-scatter = inside then between. Where the
+  target says so (trn1, documented), a flat ring over all ranks is used instead when faster.
+All-to-all is limited by its busiest level; broadcast is a pipelined tree; a barrier costs an
+all-reduce of one element; send/recv is one DMA to the peer.
 """
 
 from __future__ import annotations
@@ -44,13 +54,20 @@ class Link:
 
 @dataclass(frozen=True)
 class CollectiveEngine:
-    """What the target's collective engines reach (runtime/program/Target.cpp)."""
+    """What the target's collective engines (CC-cores and their DMA rings) reach
+    (runtime/program/Target.cpp)."""
 
-    phase_ns: float  # launch and synchronisation of one phase
+    launch_ns: float  # once per collective
+    reduce_step_ns: float  # synchronisation of one reduce-scatter step (receive, reduce, send)
+    gather_step_ns: float  # synchronisation of one all-gather step (receive, send)
     ring_bytes_per_ns: float  # per-rank bus bandwidth, ring / KangaRing
     rhd_bytes_per_ns: float  # per-rank bus bandwidth, mesh and halving-doubling
-    mesh_max_bytes: int  # messages below this: mesh
-    ring_min_bytes: int  # messages from this: ring; between: halving-doubling
+    mesh_max_bytes: int  # a whole instance's messages up to this: mesh
+    ring_min_bytes: int  # from here: ring; between: halving-doubling
+    flat_ring: bool = False  # a flat ring across instances where it beats the hierarchy
+
+    def step_ns(self, reduce: bool) -> float:
+        return self.reduce_step_ns if reduce else self.gather_step_ns
 
 
 @dataclass(frozen=True)
@@ -69,7 +86,10 @@ class Topology:
         """The target's machine; `ranks_per_node` ranks per instance (default: all cores)."""
         from .. import native
 
-        f = native.lib().target_facts(target)
+        return cls.from_facts(target, native.lib().target_facts(target), ranks_per_node)
+
+    @classmethod
+    def from_facts(cls, target: str, f: dict, ranks_per_node: int | None = None) -> Topology:
         full = int(f["logical_cores_per_chip"]) * int(f["chips_per_node"])
         if ranks_per_node is not None and not 1 <= ranks_per_node <= full:
             raise ValueError(
@@ -84,11 +104,14 @@ class Topology:
             chip_link=Link(f["chip_link_bytes_per_ns"], f["chip_link_latency_ns"]),
             node_link=Link(f["node_link_bytes_per_ns"], f["node_link_latency_ns"]),
             engine=CollectiveEngine(
-                phase_ns=f["collective_phase_ns"],
+                launch_ns=f["collective_launch_ns"],
+                reduce_step_ns=f["collective_reduce_step_ns"],
+                gather_step_ns=f["collective_gather_step_ns"],
                 ring_bytes_per_ns=f["collective_ring_bytes_per_ns"],
                 rhd_bytes_per_ns=f["collective_rhd_bytes_per_ns"],
                 mesh_max_bytes=int(f["collective_mesh_max_bytes"]),
                 ring_min_bytes=int(f["collective_ring_min_bytes"]),
+                flat_ring=bool(f["collective_flat_ring"]),
             ),
             ranks_on_node=ranks_per_node or full,
         )
@@ -96,6 +119,10 @@ class Topology:
     @property
     def ranks_per_node(self) -> int:
         return self.ranks_on_node or self.cores_per_chip * self.chips_per_node
+
+    @property
+    def full_node(self) -> int:
+        return self.cores_per_chip * self.chips_per_node
 
     def node_of(self, rank: int) -> int:
         return rank // self.ranks_per_node
@@ -130,13 +157,15 @@ HALVING_DOUBLING = "halving_doubling"
 RING = "ring"
 
 
-def algorithm(topology: Topology, nbytes: int) -> str:
-    """The algorithm the runtime uses for a message of `nbytes` (mesh, halving-doubling or
-    ring), by the target's documented size ranges."""
+def algorithm(topology: Topology, nbytes: int, ranks: int | None = None) -> str:
+    """The algorithm the runtime uses inside an instance for a message of `nbytes` among
+    `ranks` ranks (default: a whole instance), by the target's documented size ranges for a
+    whole instance, at the same bytes per rank for a smaller group."""
     engine = topology.engine
-    if nbytes < engine.mesh_max_bytes:
+    share = (ranks or topology.full_node) / topology.full_node
+    if nbytes <= engine.mesh_max_bytes * share:
         return MESH
-    if nbytes < engine.ring_min_bytes:
+    if nbytes < engine.ring_min_bytes * share:
         return HALVING_DOUBLING
     return RING
 
@@ -155,7 +184,7 @@ def level_bound_ns(topology: Topology, kind: str, nbytes: int, ranks: list[int])
     return max((factor * _transfer_ns(m, nbytes, bw) for m, bw, _ in levels), default=0.0)
 
 
-def _engine_ns(topology: Topology, alg: str, nbytes: int, p: int) -> float:
+def _engine_ns(topology: Topology, alg: str, nbytes: float, p: int) -> float:
     """One phase's bytes through one rank's collective engines: (p - 1) / p of the data at the
     bus bandwidth of the algorithm."""
     engine = topology.engine
@@ -186,33 +215,104 @@ def _ring_hops(topology: Topology, ranks: list[int]) -> tuple[float, list[float]
     return per_byte, latencies
 
 
-def phase_ns(topology: Topology, alg: str, nbytes: int, ranks: list[int]) -> float:
-    """One reduce-scatter or all-gather phase of `nbytes` (the full buffer) over the global
-    `ranks` with algorithm `alg`: launch + steps + bytes (the slower of the engines and the
-    links)."""
+def steps(topology: Topology, alg: str, ranks: list[int]) -> list[float]:
+    """The link latency of each step of one phase of `alg` over `ranks` (inside one
+    instance, or a flat ring)."""
+    levels = topology.levels(ranks)
+    if not levels:
+        return []
+    if alg == RING:  # a chunk crosses every hop but one
+        _, latencies = _ring_hops(topology, ranks)
+        return sorted(latencies)[1:]
+    on_chip = [link for m, _, link in levels if link is topology.on_chip]
+    across = [(m, link) for m, _, link in levels if link is not topology.on_chip]
+    inside = [on_chip[0].latency_ns] if on_chip else []
+    if alg == MESH:  # one step to every other chip (routed), one inside the chip
+        return [link.latency_ns for _, link in across[:1]] + inside
+    # halving-doubling: the chip's stage, then log2 of the chips, one axis a step
+    return inside + [link.latency_ns for m, link in across for _ in range(math.ceil(math.log2(m)))]
+
+
+def phase_ns(topology: Topology, alg: str, nbytes: float, ranks: list[int],
+             reduce: bool = True) -> float:  # fmt: skip
+    """One reduce-scatter (`reduce`) or all-gather phase of `nbytes` (the full buffer) over
+    `ranks` with algorithm `alg`, without the launch: its steps (synchronisation + link
+    latency each) and its bytes (the slower of the engines and the links)."""
     p = len(ranks)
     if p <= 1:
         return 0.0
-    levels = topology.levels(ranks)
+    lat = steps(topology, alg, ranks)
+    sync = topology.engine.step_ns(reduce)
     engine_ns = _engine_ns(topology, alg, nbytes, p)
     if alg == RING:
-        per_byte, latencies = _ring_hops(topology, ranks)
-        # p - 1 steps of a chunk B / p each; a chunk crosses every hop but one
-        links_ns = (p - 1) * nbytes / p * per_byte
-        steps_ns = sum(latencies) - min(latencies)
+        per_byte, _ = _ring_hops(topology, ranks)
+        links_ns = (p - 1) * nbytes / p * per_byte  # p - 1 steps of a chunk B / p each
     else:
-        links_ns = max(_transfer_ns(m, nbytes, bw) for m, bw, _ in levels)
-        if alg == MESH:  # every rank exchanges with every peer at once: one step
-            steps_ns = levels[-1][2].latency_ns
-        else:  # recursive halving (or doubling) at each level, from the chip out
-            steps_ns = sum(math.ceil(math.log2(m)) * link.latency_ns for m, _, link in levels)
-    return topology.engine.phase_ns + steps_ns + max(engine_ns, links_ns)
+        links_ns = max(_transfer_ns(m, nbytes, bw) for m, bw, _ in topology.levels(ranks))
+    return len(lat) * sync + sum(lat) + max(engine_ns, links_ns)
+
+
+def _inter_node_ns(topology: Topology, nbytes: float, nodes: int, per_node: int,
+                   reduce: bool) -> float:  # fmt: skip
+    """One phase between `nodes` instances of `nbytes` per rank's group, `per_node` such
+    groups at once sharing each instance's EFA: halving-doubling steps (one for two
+    instances), each a synchronisation and an EFA hop; the bytes at the engines' rate or the
+    instance's EFA share, whichever is slower."""
+    if nodes <= 1:
+        return 0.0
+    efa = topology.node_link
+    n_steps = math.ceil(math.log2(nodes))
+    engine_ns = _engine_ns(topology, HALVING_DOUBLING, nbytes, nodes)
+    efa_ns = per_node * _transfer_ns(nodes, nbytes, efa.bytes_per_ns)
+    return n_steps * (topology.engine.step_ns(reduce) + efa.latency_ns) + max(engine_ns, efa_ns)
+
+
+def _by_node(topology: Topology, ranks: list[int]) -> list[list[int]]:
+    groups: dict[int, list[int]] = {}
+    for r in ranks:
+        groups.setdefault(topology.node_of(r), []).append(r)
+    return list(groups.values())
+
+
+def _phases(kind: str) -> list[bool]:
+    """The phases of a collective, each True for a reduce-scatter, False for an all-gather."""
+    return {ALL_REDUCE: [True, False], REDUCE_SCATTER: [True], ALL_GATHER: [False]}[kind]
+
+
+def _hierarchical_ns(topology: Topology, kind: str, nbytes: int, ranks: list[int]) -> float:
+    """A collective over several instances, hierarchically (runtime/HARDWARE.md): the stages
+    inside the instances (the biggest instance's group) and between them."""
+    nodes = _by_node(topology, ranks)
+    local = max(nodes, key=len)
+    y, x = len(local), len(nodes)
+    alg = algorithm(topology, nbytes, y)
+    total = 0.0
+    for reduce in _phases(kind):
+        total += phase_ns(topology, alg, nbytes, local, reduce)
+        total += _inter_node_ns(topology, nbytes / y, x, y, reduce)
+    return total
 
 
 def ring_ns(topology: Topology, kind: str, nbytes: int, ranks: list[int]) -> float:
-    """The collective by the ring algorithm (whatever the message size)."""
-    phases = 2 if kind == ALL_REDUCE else 1
-    return phases * phase_ns(topology, RING, nbytes, ranks)
+    """The collective by a flat ring over all the ranks (whatever the message size)."""
+    phases = _phases(kind) if kind in (ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER) else [True, False]
+    return topology.engine.launch_ns + sum(
+        phase_ns(topology, RING, nbytes, ranks, reduce) for reduce in phases
+    )
+
+
+def describe(topology: Topology, kind: str, nbytes: int, ranks: list[int]) -> str:
+    """How collective_ns runs this collective: its algorithm inside the instance, and
+    "hierarchical" or "flat ring" across instances."""
+    nodes = _by_node(topology, ranks)
+    alg = algorithm(topology, nbytes, max(len(n) for n in nodes))
+    if len(nodes) == 1 or kind not in (ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER):
+        return alg
+    if topology.engine.flat_ring and ring_ns(topology, kind, nbytes, ranks) < (
+        topology.engine.launch_ns + _hierarchical_ns(topology, kind, nbytes, ranks)
+    ):
+        return "flat ring"
+    return f"hierarchical, {alg} + EFA"
 
 
 def collective_ns(topology: Topology, kind: str, nbytes: int, ranks: list[int]) -> float:
@@ -226,20 +326,27 @@ def collective_ns(topology: Topology, kind: str, nbytes: int, ranks: list[int]) 
         return 0.0
     levels = topology.levels(ranks)
     outer = levels[-1][2]
-    launch = topology.engine.phase_ns
+    engine = topology.engine
+    launch = engine.launch_ns
     if kind == SEND_RECV:  # one DMA to the peer: no collective launch
         return nbytes / outer.bytes_per_ns + outer.latency_ns
-    if kind == BARRIER:
-        return launch + 2 * math.ceil(math.log2(p)) * outer.latency_ns
+    if kind == BARRIER:  # an all-reduce of one element
+        return collective_ns(topology, ALL_REDUCE, 4, ranks)
+    tree = math.ceil(math.log2(p)) * (engine.gather_step_ns + outer.latency_ns)
     if kind == BROADCAST:  # pipelined tree: the data crosses the slowest link once
-        slowest = min(min(bw for _, bw, _ in levels), topology.engine.ring_bytes_per_ns)
-        return launch + nbytes / slowest + math.ceil(math.log2(p)) * outer.latency_ns
+        slowest = min(min(bw for _, bw, _ in levels), engine.ring_bytes_per_ns)
+        return launch + nbytes / slowest + tree
     if kind == ALL_TO_ALL:  # each level carries the data leaving it; the busiest link decides
         inside = 1
         times = [_engine_ns(topology, MESH, nbytes, p)]
         for members, bw, _ in levels:
             inside *= members
             times.append((p - inside / members) / p * nbytes * (inside / members) / bw)
-        return launch + max(times) + outer.latency_ns
-    phases = 2 if kind == ALL_REDUCE else 1
-    return phases * phase_ns(topology, algorithm(topology, nbytes), nbytes, ranks)
+        return launch + engine.gather_step_ns + outer.latency_ns + max(times)
+    if len(_by_node(topology, ranks)) > 1:
+        cost = launch + _hierarchical_ns(topology, kind, nbytes, ranks)
+        if engine.flat_ring:
+            cost = min(cost, ring_ns(topology, kind, nbytes, ranks))
+        return cost
+    alg = algorithm(topology, nbytes, p)
+    return launch + sum(phase_ns(topology, alg, nbytes, ranks, r) for r in _phases(kind))

@@ -328,7 +328,15 @@ double stalledOverheadNs(const Target &t, Engine e) {
 }
 
 double dmaDescriptorNs(const Target &t, int64_t bytes) {
-  return std::max(double(bytes), t.dmaDescriptorMinBytes) / t.dmaBytesPerNsPerQueue;
+  const double b = double(bytes);
+  if (b >= t.dmaShortRunBytes) // the curve's knee: full rate from dmaDescriptorMinBytes
+    return std::max(b, t.dmaDescriptorMinBytes) / t.dmaBytesPerNsPerQueue;
+  // a short run at the efficiency of a dmaShortRunBytes one, no faster than a packet's
+  const double perByte = t.dmaShortRunBytes > 0
+                             ? std::max(t.dmaDescriptorMinBytes, t.dmaShortRunBytes) /
+                                   t.dmaShortRunBytes
+                             : 1.0;
+  return std::max(b, t.dmaPacketMinBytes) * perByte / t.dmaBytesPerNsPerQueue;
 }
 
 double dmaQueueNs(const Target &t, int64_t bytes, int64_t runBytes) {

@@ -50,9 +50,10 @@ Cost computeCost(const Target &t, const Instruction &inst,
 /// (HARDWARE.md: ~100 cycles static overhead for dependent instructions).
 double stalledOverheadNs(const Target &t, Engine e);
 
-/// Queue time of one DMA descriptor (a contiguous run) of `bytes`: bytes / queue bandwidth,
-/// but no less than dmaDescriptorMinBytes' worth (HARDWARE.md: small descriptors run at a
-/// fraction of peak; FITTED on the published efficiency curve).
+/// Queue time of one DMA descriptor (a contiguous run) of `bytes` (HARDWARE.md, DMA
+/// efficiency): from dmaShortRunBytes (1 KiB) bytes / queue bandwidth but no less than
+/// dmaDescriptorMinBytes' worth (FITTED on the published curve's 1 KiB point); shorter runs
+/// at the 1 KiB run's rate per byte, no less than dmaPacketMinBytes' worth.
 double dmaDescriptorNs(const Target &t, int64_t bytes);
 
 /// Time one DMA queue needs to move `bytes` in contiguous runs of `runBytes` (the shorter

@@ -92,10 +92,37 @@ CALLS = {
         q = (torch.randn(1, 256, 64) * 0.5).to(torch.bfloat16)  # bf16, as its DMAs load
         k = (torch.randn(1, 64, 256) * 0.5).to(torch.bfloat16)
         v = torch.randn(1, 256, 64).to(torch.bfloat16)
-        # causal_mask=False: the causal mask is built with nisa.affine_select (not yet here)
         out = m.attention_cte(q, k, v, scale=0.125, causal_mask=False)
         ref = attention_cte_torch_ref(q, k, v, scale=0.125, causal_mask=False)
-        return [(out.float().numpy(), ref.numpy(), 3e-2, 3e-2)]
+        causal = m.attention_cte(q, k, v, scale=0.125, causal_mask=True)  # affine_select
+        cref = attention_cte_torch_ref(q, k, v, scale=0.125, causal_mask=True)
+        return [(out.float().numpy(), ref.numpy(), 3e-2, 3e-2),
+                (causal.float().numpy(), cref.numpy(), 3e-2, 3e-2)]
+    """,
+    "nkilib/core/topk/rotational_topk.py": """
+        x = np.random.permutation(4 * 4096).reshape(4, 4096).astype(np.float32)  # no ties
+        v, i = m.topk[1](x, k=16, sorted_flag=True)
+        order = np.argsort(-x, axis=1)[:, :16]
+        return [(v, np.take_along_axis(x, order, 1), 0, 0),
+                (np.asarray(i).astype(np.int64), order, 0, 0)]
+    """,
+    "nkilib/core/subkernels/find_nonzero_indices.py": """
+        import torch
+        from nkilib.core.subkernels.find_nonzero_indices_torch import (
+            find_nonzero_indices_torch_ref)
+        x = (np.random.rand(256, 16) < 0.2).astype(np.float32)
+        idx, cnt = m.find_nonzero_indices(x)
+        ref = find_nonzero_indices_torch_ref(torch.from_numpy(x))
+        return [(idx, ref["indices"].numpy(), 0, 0), (cnt, ref["nonzero_counts"].numpy(), 0, 0)]
+    """,
+    "nkilib/experimental/benchmark/find_nonzero_indices_with_count.py": """
+        x = (np.random.rand(1, 512) < 0.1).astype(np.float32)
+        out = m.find_nonzero_indices_with_count(x)
+        nz = np.nonzero(x[0])[0]
+        ref = np.full((1, 513), -1, np.int32)
+        ref[0, :len(nz)] = nz
+        ref[0, 512] = len(nz)
+        return [(out, ref, 0, 0)]
     """,
     "nkilib/core/output_projection/output_projection_tkg.py": """
         a = (np.random.randn(64, 1, 2, 4) * 0.1).astype(np.float32)
@@ -146,11 +173,8 @@ UNSUPPORTED = [
     ("core_barrier", "core barriers"), ("ncc.", "collectives"), ("nccl.", "collectives"),
     ("register_alloc", "registers / dynamic loops"), ("dynamic_range", "dynamic loops"),
     ("vector_offset", "indirect (dynamic) access patterns"),
-    ("scalar_offset", "dynamic access patterns"), ("nonzero_with_count", "nonzero_with_count"),
-    ("tensor_scalar_reduce", "tensor_scalar_reduce"), ("affine_select", "affine_select"),
-    ("range_select", "range_select"), ("nc_stream_shuffle", "nc_stream_shuffle"),
-    ("nc_n_gather", "nc_n_gather"), ("local_gather", "local_gather"), ("iota", "iota"),
-    ("dma_compute", "DMA compute"), ("uint32", "uint32 tiles"), ("uint16", "uint16 tiles"),
+    ("scalar_offset", "dynamic access patterns"), ("local_gather", "local_gather"),
+    ("dma_compute", "DMA compute"), ("uint16", "uint16 tiles"),
     ("oob_mode.skip", "out-of-bounds skipping DMAs"), ("tile_position", "PE row/column tiling"),
 ]
 

@@ -1,5 +1,6 @@
 // Serializes nisa instructions 1:1 into runtime::Program (buffers, instructions, origins).
 #include "compiler/Export/ProgramExport.h"
+#include "dialects/Common/IsaFields.h"
 #include "dialects/Common/LoopTerms.h"
 #include "dialects/NIsa/IR/NIsaOps.h"
 
@@ -27,6 +28,8 @@ std::optional<rt::DType> toDType(Type t) {
   // other unsigned or signed-only types have no encoding.
   if (t.isUnsignedInteger(8))
     return rt::DType::U8;
+  if (t.isUnsignedInteger(32)) // NKI's uint32 (indices of max8 / nc_find_index8, counts)
+    return rt::DType::U32;
   if (t.isSignlessInteger(64))
     return rt::DType::I64;
   if (t.isSignlessInteger(32))
@@ -263,6 +266,14 @@ LogicalResult Exporter::instruction(Operation *op) {
           })
           .Case([&](nisa::RandomOp o) {
             inst.imm[0] = double(o.getStream());
+            return success();
+          })
+          .Case([&](nisa::InstOp o) -> LogicalResult {
+            if (failed(applyIsaFields(o, o.getFields(), inst)))
+              return failure();
+            for (nisa::AccessPatternAttr ap : o.getSrcs().getAsRange<nisa::AccessPatternAttr>())
+              if (failed(src(ap)))
+                return failure();
             return success();
           })
           .Case([&](nisa::CollectiveOp o) -> LogicalResult {

@@ -578,10 +578,12 @@ void SemaphoreInserter::visitInstruction(nisa::InstructionOpInterface op, bool s
       added.push_back({key, x});
     }
   }
-  // The written patterns: dst, and an activation's row sums.
+  // The written patterns: dst, an activation's row sums, a generic instruction's reduce result.
   SmallVector<nisa::AccessPatternAttr, 2> writes = {op.getWritePattern()};
   if (auto act = dyn_cast<nisa::ActivationOp>(op.getOperation()); act && act.getAccumPattern())
     writes.push_back(act.getAccumPattern());
+  if (auto inst = dyn_cast<nisa::InstOp>(op.getOperation()))
+    writes.append(inst.getExtraWritePatterns());
   for (nisa::AccessPatternAttr written : writes) {
     Access w = describe(written, true, q);
     for (const MemoryKey &key : keysOf(w)) {

@@ -1,4 +1,5 @@
-// Engine functions shared by ntile and nisa: ActFunc (Scalar engine), AluOp (Vector engine).
+// Enums shared by ntile and nisa: ActFunc (Scalar engine), AluOp (Vector engine), Opcode (the
+// instruction set).
 #pragma once
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -16,11 +17,13 @@ namespace neuron {
 // one of the same op have the same value: the conversions are casts, checked here.
 static_assert(getMaxEnumValForActFunc() + 1 == unsigned(runtime::kNumActFuncs));
 static_assert(getMaxEnumValForAluOp() + 1 == unsigned(runtime::kNumAluOps));
+static_assert(getMaxEnumValForOpcode() + 1 == unsigned(runtime::kNumOpcodes));
 static_assert(getMaxEnumValForCollectiveKind() ==
               unsigned(runtime::CollectiveKind::AllToAll));
 
 inline runtime::ActFunc toRuntime(ActFunc f) { return runtime::ActFunc(unsigned(f)); }
 inline runtime::AluOp toRuntime(AluOp a) { return runtime::AluOp(unsigned(a)); }
+inline runtime::Opcode toRuntime(Opcode o) { return runtime::Opcode(unsigned(o)); }
 inline runtime::CollectiveKind toRuntime(CollectiveKind k) {
   return runtime::CollectiveKind(unsigned(k));
 }

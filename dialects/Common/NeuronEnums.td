@@ -17,6 +17,13 @@ def Neuron_ActFunc : I32EnumAttr<"ActFunc", "Scalar-engine activation function",
 def Neuron_AluOp : I32EnumAttr<"AluOp", "Vector-engine ALU operation", NeuronAluOpCases> {
   let cppNamespace = "::neuron";
 }
+// The instruction set: one case per row of runtime/program/Isa.def (its nki.isa name), values
+// runtime::Opcode's, so the conversion is a checked cast.
+def Neuron_Opcode : I32EnumAttr<"Opcode", "NeuronCore instruction (runtime/program/Isa.def)",
+                                NeuronOpcodeCases> {
+  let cppNamespace = "::neuron";
+}
+
 // Collective-communication kinds; names match runtime/Program.h CollectiveKind.
 def Neuron_CollectiveKind : I32EnumAttr<"CollectiveKind", "collective over a process group", [
   I32EnumAttrCase<"all_reduce", 0>, I32EnumAttrCase<"all_gather", 1>,

@@ -24,6 +24,10 @@ GRAPH_DTYPE_NAMES: dict[torch.dtype, str] = {
     torch.bool: "i1",
 }
 
+# Kernels only (NKI's uint32: indices of max8 / nc_find_index8, counts): tiles and HBM tensors
+# of a kernel may be uint32; compiled graphs' arithmetic on them is not supported.
+KERNEL_DTYPE_NAMES: dict[torch.dtype, str] = {**GRAPH_DTYPE_NAMES, torch.uint32: "u32"}
+
 _float64_warned = False
 
 
@@ -55,12 +59,13 @@ def device_dtype(dtype: torch.dtype) -> torch.dtype:
     return dtype
 
 
-def graph_dtype(dtype: torch.dtype, context: str) -> str:
+def graph_dtype(dtype: torch.dtype, context: str, kernel: bool = False) -> str:
     """The graph-file name of `dtype` as it runs on the device (float64 becomes f32, int16
-    i32)."""
-    name = GRAPH_DTYPE_NAMES.get(device_dtype(dtype))
+    i32); `kernel`: a tensor a kernel reads or writes (uint32 allowed)."""
+    names = KERNEL_DTYPE_NAMES if kernel else GRAPH_DTYPE_NAMES
+    name = names.get(device_dtype(dtype))
     if name is None:
-        supported = ", ".join(str(d).removeprefix("torch.") for d in GRAPH_DTYPE_NAMES)
+        supported = ", ".join(str(d).removeprefix("torch.") for d in names)
         raise NeuronCompileError(
             f"dtype {dtype} of {context} is not supported by the neuron backend; "
             f"supported dtypes: {supported}"

@@ -332,4 +332,14 @@ Program programFromCbor(const std::vector<uint8_t> &bytes) {
   return detail::programFromTree(tree);
 }
 
+void instructionFieldsFromJson(const std::string &fields, Instruction &in) {
+  json tree;
+  try {
+    tree = json::parse(fields);
+  } catch (const json::exception &e) {
+    throw FormatError(std::string("malformed JSON: ") + e.what());
+  }
+  detail::instructionFieldsFromTree(tree, in);
+}
+
 } // namespace neuron::runtime

@@ -20,4 +20,9 @@ Program programFromJson(const std::string &text);             // throws FormatEr
 std::vector<uint8_t> programToCbor(const Program &p);
 Program programFromCbor(const std::vector<uint8_t> &bytes);    // throws FormatError
 
+/// Sets the fields of `in` named in a JSON object of the program format's instruction fields
+/// (`{"imm": [0, -1], "alu": "add"}`: what an instruction holds besides op, queue, dst, srcs
+/// and waits). Throws FormatError naming an unknown field or a bad value.
+void instructionFieldsFromJson(const std::string &fields, Instruction &in);
+
 } // namespace neuron::runtime

@@ -17,4 +17,8 @@ bool base64Decode(const std::string &in, std::vector<uint8_t> &out);
 /// Builds a Program from a parsed document; throws FormatError.
 Program programFromTree(const nlohmann::json &tree);
 
+/// Reads an object of instruction fields (as in a program's instruction: "imm", "alu", ...) into
+/// `in`; throws FormatError on an unknown key or a bad value.
+void instructionFieldsFromTree(const nlohmann::json &fields, Instruction &in);
+
 } // namespace neuron::runtime::detail

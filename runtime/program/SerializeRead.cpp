@@ -233,27 +233,15 @@ SemWait readWait(const json &w, const Path &p, int depth) {
   return sw;
 }
 
-/// Instruction `j` inside `depth` loops.
-Instruction readInstruction(const json &j, const Path &p, int depth) {
-  expectObject(j, p);
-  Instruction in;
-  in.opcode =
-      enumValue<Opcode>(required(j, "op", p), p / "op", parseOpcode, "opcode");
-  in.queue = uint16_t(
-      integer(required(j, "queue", p), p / "queue", 0, kNumQueues - 1));
-  in.dst = readAp(required(j, "dst", p), p / "dst", depth);
-  if (const json *srcs = optional(j, "srcs")) {
-    const Path sp = p / "srcs";
-    array(*srcs, sp);
-    for (size_t i = 0; i < srcs->size(); ++i)
-      in.srcs.push_back(readAp((*srcs)[i], sp[i], depth));
-  }
-  if (const json *waits = optional(j, "waits")) {
-    const Path wp = p / "waits";
-    array(*waits, wp);
-    for (size_t i = 0; i < waits->size(); ++i)
-      in.waits.push_back(readWait((*waits)[i], wp[i], depth));
-  }
+/// The keys readFields reads: an instruction's fields besides its structure (op, queue, dst,
+/// srcs, waits) and its bookkeeping (pipe, origin).
+constexpr const char *kFieldKeys[] = {"func", "alu", "alu2", "two_ops", "reverse2", "imm",
+                                      "accumulate", "reverse", "scale_tile", "bias_tile",
+                                      "axes", "affine", "reduce_cmd", "reduce_op", "collective",
+                                      "group", "reg", "reg_src", "reg_init"};
+
+/// The fields of instruction object `j` (kFieldKeys) into `in`.
+void readFields(const json &j, const Path &p, Instruction &in) {
   if (const json *f = optional(j, "func"))
     in.func =
         enumValue<ActFunc>(*f, p / "func", parseActFunc, "activation function");
@@ -297,6 +285,30 @@ Instruction readInstruction(const json &j, const Path &p, int depth) {
   in.reg = uint8_t(integerOr(j, "reg", p, 0, kRegistersPerQueue - 1, 0));
   in.regSrc = int16_t(integerOr(j, "reg_src", p, 0, kRegistersPerQueue - 1, -1));
   in.regInit = boolean(j, "reg_init", p);
+}
+
+/// Instruction `j` inside `depth` loops.
+Instruction readInstruction(const json &j, const Path &p, int depth) {
+  expectObject(j, p);
+  Instruction in;
+  in.opcode =
+      enumValue<Opcode>(required(j, "op", p), p / "op", parseOpcode, "opcode");
+  in.queue = uint16_t(
+      integer(required(j, "queue", p), p / "queue", 0, kNumQueues - 1));
+  in.dst = readAp(required(j, "dst", p), p / "dst", depth);
+  if (const json *srcs = optional(j, "srcs")) {
+    const Path sp = p / "srcs";
+    array(*srcs, sp);
+    for (size_t i = 0; i < srcs->size(); ++i)
+      in.srcs.push_back(readAp((*srcs)[i], sp[i], depth));
+  }
+  if (const json *waits = optional(j, "waits")) {
+    const Path wp = p / "waits";
+    array(*waits, wp);
+    for (size_t i = 0; i < waits->size(); ++i)
+      in.waits.push_back(readWait((*waits)[i], wp[i], depth));
+  }
+  readFields(j, p, in);
   in.pipe = uint16_t(integerOr(j, "pipe", p, 0, 65535, 0));
   in.origin = uint32_t(integerOr(j, "origin", p, 0, kU32Max, 0));
   return in;
@@ -417,6 +429,22 @@ Program readProgram(const json &j) {
 }
 
 } // namespace
+
+void instructionFieldsFromTree(const json &fields, Instruction &in) {
+  const Path root;
+  const Path p = root / "fields";
+  try {
+    expectObject(fields, p);
+    for (auto it = fields.begin(); it != fields.end(); ++it)
+      if (std::find_if(std::begin(kFieldKeys), std::end(kFieldKeys), [&](const char *k) {
+            return it.key() == k;
+          }) == std::end(kFieldKeys))
+        bad(p, "unknown instruction field \"" + it.key() + "\"");
+    readFields(fields, p, in);
+  } catch (const json::exception &e) {
+    throw FormatError(std::string("malformed instruction fields: ") + e.what());
+  }
+}
 
 Program programFromTree(const json &tree) {
   try {

@@ -194,7 +194,12 @@ void Checker::checkQueue() {
   auto activate2Op = [](AluOp a) {
     return a == AluOp::Bypass || a == AluOp::AbsMax || a == AluOp::AbsMin;
   };
-  if (inst_.opcode != Opcode::Activate2 && (activate2Op(inst_.alu) || activate2Op(inst_.alu2)))
+  // abs_max with 0 is nl.abs as a Vector-engine op0 (nki-library's rmsnorm_quant and MoE
+  // kernels quantize with tensor_scalar_reduce(op0=nl.abs, operand0=0.0)).
+  const bool vectorAbs = inst_.alu == AluOp::AbsMax && (inst_.opcode == Opcode::TensorScalar ||
+                                                        inst_.opcode == Opcode::TensorScalarReduce);
+  if (inst_.opcode != Opcode::Activate2 &&
+      ((activate2Op(inst_.alu) && !vectorAbs) || activate2Op(inst_.alu2)))
     fail(std::string("takes no ") + aluOpName(activate2Op(inst_.alu) ? inst_.alu : inst_.alu2) +
          " (bypass, abs_max and abs_min are activate2's)");
   if (inst_.scaleTile && inst_.opcode != Opcode::Activation && inst_.opcode != Opcode::Activate2 &&
@@ -583,6 +588,11 @@ InstrShape Checker::checkCompute() {
     nsrc = 1;
   }
   expectSrcs(nsrc);
+  if (inst_.opcode == Opcode::Iota && !inst_.affine.empty() &&
+      inst_.affine.size() != inst_.dst.dims.size() + 1)
+    fail("needs " + std::to_string(inst_.dst.dims.size() + 1) +
+         " affine coefficients (offset, partition, one per free dim of dst), got " +
+         std::to_string(inst_.affine.size()));
   if (inst_.opcode == Opcode::Random) {
     if (!isFloatDType(inst_.dst.dtype))
       fail(std::string("random numbers are floats, not ") + dtypeName(inst_.dst.dtype));
@@ -795,8 +805,8 @@ InstrShape Checker::checkIsaCompute() {
   case Opcode::FindIndex8:
     if (!isFloatDType(inst_.srcs[0].dtype) || !isFloatDType(inst_.srcs[1].dtype))
       fail("searches float data for float values");
-    if (inst_.dst.dtype != DType::I32)
-      fail(std::string("writes i32 indices, not ") + dtypeName(inst_.dst.dtype));
+    if (inst_.dst.dtype != DType::I32 && inst_.dst.dtype != DType::U32)
+      fail(std::string("writes u32 (or i32) indices, not ") + dtypeName(inst_.dst.dtype));
     expectTile(s[1], 1, s[0].partitions, 8);
     expectTile(d, -1, s[0].partitions, 8);
     break;
@@ -894,8 +904,9 @@ InstrShape Checker::checkIsaCompute() {
     if (inst_.dst.dtype != inst_.srcs[0].dtype)
       fail(std::string("dst dtype ") + dtypeName(inst_.dst.dtype) + " differs from srcs[0] " +
            dtypeName(inst_.srcs[0].dtype) + " (a gather is bit-exact)");
-    if (inst_.srcs[1].dtype != DType::I32)
-      fail(std::string("takes i32 indices (srcs[1]), not ") + dtypeName(inst_.srcs[1].dtype));
+    if (inst_.srcs[1].dtype != DType::I32 && inst_.srcs[1].dtype != DType::U32)
+      fail(std::string("takes u32 (or i32) indices (srcs[1]), not ") +
+           dtypeName(inst_.srcs[1].dtype));
     for (int k = -1; k < 2; ++k)
       expectSpace(k < 0 ? inst_.dst : inst_.srcs[size_t(k)], k, MemSpace::Sbuf);
     expectSameShape(d, s[1], 1);

@@ -19,6 +19,7 @@ std::string npyDescr(DType t) {
   case DType::I8: return "|i1";
   case DType::U8: return "|u1";
   case DType::Bool: return "|b1";
+  case DType::U32: return "<u4";
   }
   return "?";
 }

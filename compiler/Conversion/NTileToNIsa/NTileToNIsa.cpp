@@ -8,6 +8,7 @@
 #include "dialects/Common/LoopTerms.h"
 #include "dialects/NIsa/IR/NIsaOps.h"
 #include "dialects/NTile/IR/NTileOps.h"
+#include "runtime/program/Isa.h"
 #include "runtime/program/Target.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -427,6 +428,46 @@ struct TensorTensorScanToNIsa : ToNIsa<ntile::TensorTensorScanOp> {
   }
 };
 
+/// ntile.isa: the instruction on the engine its kernel chose (ntile.engine), else the first
+/// engine of its ISA-table row; whole tiles, the `broadcast` sources read with free stride 0.
+struct IsaToNIsa : ToNIsa<ntile::IsaOp> {
+  using ToNIsa::ToNIsa;
+  LogicalResult matchAndRewrite(ntile::IsaOp op, OpAdaptor,
+                                ConversionPatternRewriter &r) const override {
+    runtime::Opcode opcode = toRuntime(op.getOpcode());
+    std::optional<runtime::Engine> engine;
+    if (auto chosen = op->getAttrOfType<StringAttr>("ntile.engine")) {
+      for (int e = 0; e < runtime::kNumEngines; ++e)
+        if (chosen.getValue() == runtime::engineName(runtime::Engine(e)))
+          engine = runtime::Engine(e);
+      if (!engine || !runtime::runsOn(opcode, *engine))
+        return op->emitError() << runtime::instructionInfo(opcode).name
+                               << " does not run on the engine '" << chosen.getValue() << "'";
+    } else {
+      for (int e = 0; e < runtime::kNumEngines && !engine; ++e)
+        if (runtime::runsOn(opcode, runtime::Engine(e)))
+          engine = runtime::Engine(e);
+    }
+    int local = -1;
+    for (int q = 0; q < runtime::kQueuesPerCore && local < 0; ++q)
+      if (runtime::engineOfQueue(q) == *engine)
+        local = q;
+    SmallVector<Attribute> srcs;
+    ArrayRef<int64_t> broadcast;
+    if (auto b = op.getBroadcast())
+      broadcast = *b;
+    for (auto [i, v] : llvm::enumerate(op.getSources()))
+      srcs.push_back(llvm::is_contained(broadcast, int64_t(i))
+                         ? memory.operandTile(v, op.getTarget())
+                         : memory.wholeTile(v));
+    auto inst = r.replaceOpWithNewOp<nisa::InstOp>(
+        op, queue(r, op, local), memory.wholeTile(op.getTarget()), op.getOpcodeAttr(),
+        r.getArrayAttr(srcs), op.getFieldsAttr(), nullptr, nullptr);
+    inst->setAttr("nisa.engine_chosen", r.getUnitAttr()); // not a balancing candidate
+    return success();
+  }
+};
+
 /// bn_stats and bn_aggr: one source, on the Vector engine.
 template <class From, class To> struct StatisticsToNIsa : ToNIsa<From> {
   using ToNIsa<From>::ToNIsa;
@@ -530,7 +571,7 @@ struct ConvertNTileToNIsaPass : impl::ConvertNTileToNIsaBase<ConvertNTileToNIsaP
                    DmaToNIsa, GatherToNIsa, CollectiveToNIsa, RandomToNIsa, MatmulToNIsa, TransposeToNIsa,
                    ActivationToNIsa, TensorTensorToNIsa, TensorScalarToNIsa,
                    ScalarTensorTensorToNIsa, TensorTensorScanToNIsa, BnStatsToNIsa, BnAggrToNIsa, CopyToNIsa, ReduceToNIsa, SelectToNIsa,
-                   ScatterToNIsa>(ctx, memory);
+                   ScatterToNIsa, IsaToNIsa>(ctx, memory);
       if (failed(applyFullConversion(func, legal, std::move(patterns))))
         return signalPassFailure();
       // The program's buffers are its interface now: the function takes no arguments.

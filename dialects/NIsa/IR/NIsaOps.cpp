@@ -1,7 +1,9 @@
 // Verifiers of the nisa instructions: queues, access-pattern shapes, semaphore waits.
 #include "dialects/NIsa/IR/NIsaOps.h"
 
+#include "dialects/Common/IsaFields.h"
 #include "dialects/Common/LoopTerms.h"
+#include "runtime/program/Isa.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
@@ -310,4 +312,40 @@ LogicalResult RandomOp::verify() {
   if (getDst().getSpace() == MemSpace::hbm)
     return emitOpError("compute engines read and write SBUF/PSUM only");
   return success();
+}
+
+neuron::runtime::Instruction InstOp::describe() {
+  neuron::runtime::Instruction inst;
+  inst.opcode = getOpcode();
+  inst.srcs.resize(getSrcs().size()); // their count matters to writesLastSource
+  (void)neuron::applyIsaFields(*this, getFields(), inst); // verified: cannot fail
+  return inst;
+}
+
+llvm::SmallVector<AccessPatternAttr> InstOp::getReadPatterns() {
+  neuron::runtime::Instruction inst = describe();
+  llvm::SmallVector<AccessPatternAttr> reads(getSrcs().getAsRange<AccessPatternAttr>());
+  if (neuron::runtime::writesLastSource(inst))
+    reads.pop_back();
+  if (neuron::runtime::readsDst(inst))
+    reads.push_back(getDst());
+  return reads;
+}
+
+llvm::SmallVector<AccessPatternAttr> InstOp::getExtraWritePatterns() {
+  if (!neuron::runtime::writesLastSource(describe()))
+    return {};
+  return {cast<AccessPatternAttr>(getSrcs()[getSrcs().size() - 1])};
+}
+
+LogicalResult InstOp::verify() {
+  neuron::runtime::Instruction inst;
+  inst.opcode = getOpcode();
+  if (failed(neuron::applyIsaFields(*this, getFields(), inst)))
+    return failure();
+  SmallVector<int> queues;
+  for (int q = 0; q < runtime::kQueuesPerCore; ++q)
+    if (runtime::runsOn(inst.opcode, runtime::engineOfQueue(q)))
+      queues.push_back(q);
+  return verifyInstruction(*this, queues);
 }

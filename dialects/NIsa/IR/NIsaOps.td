@@ -348,4 +348,31 @@ def NIsa_CollectiveOp : NIsa_Instruction<"collective",
   }];
 }
 
+def NIsa_InstOp : NIsa_Instruction<"inst",
+    (ins Neuron_Opcode:$instr, TypedArrayAttrBase<NIsa_AccessPatternAttr, "access patterns">:$srcs,
+         DefaultValuedAttr<DictionaryAttr, "{}">:$fields),
+    "$srcs", "$instr"> {
+  let summary = "any instruction of the ISA table, by opcode, with its fields";
+  let description = [{
+    The instructions that have no op of their own (kernels reach them by their nki.isa names):
+    `srcs` are the program's sources in order, `fields` the instruction's fields under their
+    program-format names. A source the instruction writes (a reduce result) and dst when the
+    instruction reads it come from the ISA table (runtime::writesLastSource / readsDst).
+    ```mlir
+    nisa.inst tensor_scalar_reduce on 1 <sbuf[0] + 256, [[1, 128], [1, 64]], f32>,
+        [#nisa.ap<sbuf[0] + 0, [[1, 128], [1, 64]], f32>, #nisa.ap<sbuf[0] + 512, [[1, 128], [1, 1]], f32>]
+        {fields = {alu = "mul", alu2 = "max", imm = [5.000000e-01, 0.000000e+00]}}
+    ```
+  }];
+  let extraClassDeclaration = [{
+    ::neuron::runtime::Opcode getOpcode() { return ::neuron::toRuntime(getInstr()); }
+    /// The runtime instruction's opcode and fields (no operands): what the ISA table's
+    /// predicates need.
+    ::neuron::runtime::Instruction describe();
+    llvm::SmallVector<AccessPatternAttr> getReadPatterns();
+    /// Written besides dst: the last source of an instruction that writes it.
+    llvm::SmallVector<AccessPatternAttr> getExtraWritePatterns();
+  }];
+}
+
 #endif // NISA_OPS_TD

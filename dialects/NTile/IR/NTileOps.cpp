@@ -1,6 +1,7 @@
 // Verifiers of the ntile ops: memory spaces, tile shapes and access-pattern bounds.
 #include "dialects/NTile/IR/NTileOps.h"
 
+#include "dialects/Common/IsaFields.h"
 #include "dialects/Common/LoopTerms.h"
 #include "mlir/IR/Builders.h"
 #include "runtime/program/Program.h"
@@ -412,4 +413,23 @@ Value neuron::ntile::getRootBuffer(Value v) {
       break;
   }
   return v;
+}
+
+LogicalResult IsaOp::verify() {
+  for (auto [i, v] : llvm::enumerate(getSources()))
+    if (failed(verifyTile(*this, v, "source " + std::to_string(i))))
+      return failure();
+  if (failed(verifyTile(*this, getTarget(), "target")))
+    return failure();
+  if (auto broadcast = getBroadcast())
+    for (int64_t i : *broadcast) {
+      if (i < 0 || i >= int64_t(getSources().size()))
+        return emitOpError() << "broadcast names source " << i << " of "
+                             << getSources().size();
+      if (bufferType(getSources()[i]).getDimSize(1) != 1)
+        return emitOpError() << "broadcast source " << i << " must be a [P, 1] tile";
+    }
+  neuron::runtime::Instruction inst;
+  inst.opcode = neuron::toRuntime(getOpcode());
+  return neuron::applyIsaFields(*this, getFields(), inst);
 }

@@ -7,7 +7,8 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/ViewLikeInterface.td"
 
 // As ntorch tensors: signless integers, and ui8 (torch.uint8, exported as the program's u8).
-def NTile_Buffer : MemRefOf<[AnyFloat, AnySignlessInteger, UI8]>;
+// UI32: NKI kernels' uint32 tiles (indices, counts); the runtime checks which instructions take them.
+def NTile_Buffer : MemRefOf<[AnyFloat, AnySignlessInteger, UI8, UI32]>;
 
 def NTile_ConstantOp : NTile_Op<"constant", [Pure]> {
   let summary = "a constant HBM buffer";
@@ -404,6 +405,32 @@ def NTile_CollectiveOp : NTile_Op<"collective"> {
   let assemblyFormat = [{
     $kind $reduce `group` $group `of` $group_size $source `to` $target attr-dict `:`
     type($source) `,` type($target)
+  }];
+  let hasVerifier = 1;
+}
+
+def NTile_IsaOp : NTile_Op<"isa"> {
+  let summary = "one instruction of the ISA table, by its opcode, on whole tiles";
+  let description = [{
+    Any instruction of runtime/program/Isa.def that has no op of its own here (kernels call
+    them by their nki.isa names): the sources and the target are whole SBUF/PSUM tiles,
+    `fields` holds the instruction's fields under their program-format names (`imm`, `alu`,
+    `func`, `reduce_cmd`, ...), and the sources listed in `broadcast` ([P, 1] tiles) are read
+    with free stride 0 across the target's row. The runtime checks the operands when the
+    program is loaded, as it does for every instruction; the sources an instruction writes
+    (a reduce result) count as written.
+    ```mlir
+    ntile.isa nonzero_with_count (%x) to %idx {fields = {imm = [0.0, -1.0]}, ntile.engine = "gpsimd"}
+        : (memref<128x64xf32, #ntile.mem<sbuf>>) -> memref<128x65xi32, #ntile.mem<sbuf>>
+    ```
+  }];
+  let arguments = (ins Neuron_Opcode:$opcode,
+                       Arg<Variadic<NTile_Buffer>, "", [MemRead, MemWrite]>:$sources,
+                       Arg<NTile_Buffer, "", [MemRead, MemWrite]>:$target,
+                       DefaultValuedAttr<DictionaryAttr, "{}">:$fields,
+                       OptionalAttr<DenseI64ArrayAttr>:$broadcast);
+  let assemblyFormat = [{
+    $opcode `(` $sources `)` `to` $target attr-dict `:` functional-type($sources, $target)
   }];
   let hasVerifier = 1;
 }

@@ -11,6 +11,8 @@ include "mlir/IR/RegionKindInterface.td"
 // Integers are signless (two's complement, i1 = bool) except ui8, torch.uint8: its values
 // are 0..255 wherever they are read (constants, casts, immediates, the program's u8).
 def NTorch_Tensor : RankedTensorOf<[AnyFloat, AnySignlessInteger, UI8]>;
+// A kernel's HBM tensors may also be NKI's uint32 (indices, counts): no other op takes them.
+def NTorch_KernelTensor : RankedTensorOf<[AnyFloat, AnySignlessInteger, UI8, UI32]>;
 
 def NTorch_ConstantOp : NTorch_Op<"constant", [ConstantLike, Pure, AllTypesMatch<["value", "result"]>]> {
   let summary = "a constant tensor";
@@ -440,8 +442,8 @@ def NTorch_KernelOp : NTorch_Op<"kernel", [Pure]> {
         : (tensor<256x512xf32>, tensor<512xf32>) -> tensor<256x512xf32>
     ```
   }];
-  let arguments = (ins StrAttr:$kernel_name, StrAttr:$ir, Variadic<NTorch_Tensor>:$inputs);
-  let results = (outs Variadic<NTorch_Tensor>:$results);
+  let arguments = (ins StrAttr:$kernel_name, StrAttr:$ir, Variadic<NTorch_KernelTensor>:$inputs);
+  let results = (outs Variadic<NTorch_KernelTensor>:$results);
   let assemblyFormat = [{
     $kernel_name `(` $inputs `)` attr-dict `:` functional-type($inputs, $results)
   }];

@@ -24,6 +24,8 @@ MLIR_TYPES = {
     torch.int32: "i32",
     torch.int16: "i16",
     torch.int8: "i8",
+    torch.uint8: "ui8",
+    torch.uint32: "ui32",  # NKI's uint32: indices (max8 / nc_find_index8), counts
     torch.bool: "i1",
 }
 
@@ -89,6 +91,22 @@ def f64(value: float) -> str:
     if value != value or value in (float("inf"), float("-inf")):
         return "0x%016X" % struct.unpack("<Q", struct.pack("<d", value))[0]
     return "%.17e" % value
+
+
+def attr_value(value: Any) -> str:
+    """An MLIR attribute of a Python instruction-field value: a bool, int, float, str or a
+    list of them."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return f"{value} : i64"
+    if isinstance(value, float):
+        return f"{f64(value)} : f64"
+    if isinstance(value, str):
+        return '"' + value + '"'
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(attr_value(v) for v in value) + "]"
+    raise TypeError(f"no MLIR attribute for {value!r}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -536,9 +554,30 @@ class Emitter:
             text += " {" + ", ".join(attrs) + "}"
         self.emit_line(env, f"{text} : {src_t}, {dst_t}", op.source)
 
+    def emit_isa(self, op: ComputeOp, env: _Env) -> None:
+        """An instruction of the ISA table by its name (ntile.isa): sources, the target and
+        the instruction's fields (program-format names)."""
+        a = op.attrs
+        srcs = [self.operand(env, s, op.source) for s in op.srcs]
+        dst, dst_t = self.operand(env, op.dst, op.source)
+        attrs = []
+        if a.get("fields"):
+            attrs.append("fields = {" + ", ".join(
+                f"{k} = {attr_value(v)}" for k, v in sorted(a["fields"].items())) + "}")
+        if a.get("broadcast"):
+            attrs.append("broadcast = array<i64: " + ", ".join(map(str, a["broadcast"])) + ">")
+        if a.get("engine") is not None:
+            attrs.append(f'ntile.engine = "{a["engine"]}"')
+        extra = (" {" + ", ".join(attrs) + "}") if attrs else ""
+        self.emit_line(env, f"ntile.isa {a['name']}({', '.join(n for n, _ in srcs)}) to {dst}"
+                       f"{extra} : ({', '.join(t for _, t in srcs)}) -> {dst_t}", op.source)
+
     def emit_compute(self, op: ComputeOp, env: _Env) -> None:
         if op.kind == "activation":
             self.emit_activation(op, env)
+            return
+        if op.kind == "isa":
+            self.emit_isa(op, env)
             return
         if op.kind == "scan" and len(op.srcs) == 3:  # an initial tile: one value per partition
             init, init_t = self.operand(env, op.srcs[2], op.source)
@@ -620,6 +659,8 @@ class Emitter:
         for c in constants:
             name = self.fresh("c")
             self.constant_names[id(c)] = name
+            if getattr(c, "hbm", None) is not None:  # an HBM tensor of the kernel's (NKI's
+                self.hbm_names[id(c.hbm)] = name      # shared_constant): views index it
             self.emit_line(env, f"{name} = ntile.constant {c.literal()} : {c.mlir_type()}",
                            source)
         self.emit_scope(root, env)

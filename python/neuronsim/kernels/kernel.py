@@ -111,9 +111,11 @@ def run_eager(kernel: Kernel, args: list[Any], kwargs: dict[str, Any],
     inputs, refs = [], []
     for i, t in enumerate(tensors):
         inputs.append({"name": f"in{i}", "shape": list(t.shape),
-                       "dtype": graph_dtype(t.dtype, f"input {i} of kernel '{kernel.name}'")})
+                       "dtype": graph_dtype(t.dtype, f"input {i} of kernel '{kernel.name}'",
+                                            kernel=True)})
         refs.append({"node": f"in{i}"})
-    specs = [{"shape": list(s), "dtype": graph_dtype(d, f"output of kernel '{kernel.name}'")}
+    specs = [{"shape": list(s), "dtype": graph_dtype(d, f"output of kernel '{kernel.name}'",
+                                                     kernel=True)}
              for s, d in traced.outputs]
     node = graph_node(traced, "kernel", refs, specs, _source_text(traced.source))
     many = len(specs) > 1

@@ -310,6 +310,28 @@ def select(condition: TileView, on_true: Any, on_false: TileView, source: Source
                    dtype or on_true.dtype, source, "Vector engine")
 
 
+def instruction(name: str, srcs: list[Any], target: TileView, fields: dict[str, Any],
+                source: Source, engine: str | None = None, broadcast: tuple[int, ...] = (),
+                written: tuple[int, ...] = ()) -> None:
+    """One instruction of the ISA table by its name (ntile.isa), writing `target` in place:
+    its program-format `fields`; the sources in `broadcast` are [P, 1] tiles read with free
+    stride 0; those in `written` (a reduce result) are written, not read. The runtime checks
+    the operands against the instruction's rules when the program loads."""
+    tiles = [as_tile(s, f"operand {i} of {name}") for i, s in enumerate(srcs)]
+    for i, tile in enumerate(tiles):
+        if i in written:
+            check_start_partition(tile.region.p0, tile.region.np, name, source)
+        else:
+            _compute_source(tile, name, source)
+    check_start_partition(target.region.p0, target.region.np, name, source)
+    attrs = {"name": name, "fields": fields, "broadcast": list(broadcast), "engine": engine}
+    record(ir.ComputeOp(source, "isa", [t.region for t in tiles], target.region, attrs))
+    t = tracer()
+    t.write(target.region, source)
+    for i in written:
+        t.write(tiles[i].region, source)
+
+
 # -- assignment -----------------------------------------------------------------------------
 
 

@@ -3,6 +3,7 @@ recording loops and tile ops (ir.py), and checking what a kernel author gets wro
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 from dataclasses import dataclass
@@ -192,7 +193,7 @@ class Tracer:
             raise error("the kernel returned from inside a loop (or a loop was left with "
                         "break); kernel loops run to their end", source)
         results = list(returned) if isinstance(returned, (tuple, list)) else [returned]
-        results = [r.tensor if _whole_view(r) else r for r in results]
+        results = [_returned_tensor(r) for r in results]
         for r in results:
             if not isinstance(r, ir.HbmTensor) or not r.is_output:
                 raise error("a kernel returns the HBM tensors it made with nl.ndarray(..., "
@@ -218,6 +219,26 @@ def _whole_view(value: Any) -> bool:
 
     return isinstance(value, HbmView) and value.offset.is_const() and value.offset.const == 0 \
         and value.shape == value.tensor.shape
+
+
+def _returned_tensor(value: Any) -> Any:
+    """The output tensor a returned value is: the tensor itself, a view of all of it, or a
+    reshape of all of it (`out.reshape(shape)`: the output is returned in that shape, its
+    elements in the same order)."""
+    from .values import HbmView
+
+    if _whole_view(value):
+        return value.tensor
+    if isinstance(value, HbmView) and value.offset.is_const() and value.offset.const == 0 \
+            and value.tensor.is_output and math.prod(value.shape) == math.prod(value.tensor.shape):
+        expected = 1
+        for stride, size in reversed(value.dims):
+            if size > 1 and stride != expected:
+                return value
+            expected *= size
+        value.tensor.shape = tuple(value.shape)  # same buffer, the returned shape
+        return value.tensor
+    return value
 
 
 def trace(fn: Callable[..., Any], name: str, args: list[Any], kwargs: dict[str, Any],

@@ -115,6 +115,14 @@ def _finish(dst: Any, result: NTile, source: Source) -> Any:
     if dst is None:
         return result
     target = _as_dst(dst, source)
+    if not target.contiguous():
+        # a strided dst view (engines write contiguous rows): the result, converted to dst's
+        # dtype, is scattered into it by an SBUF-to-SBUF DMA
+        r = result
+        if r.dtype != target.dtype:
+            r = NTile.wrap(_ops.copy(result.flat(source), target.dtype, source), None)
+        target.dma_from(r, source)
+        return None
     _ops.assign(target.flat(source), result.flat(source), source)
     return None
 
@@ -214,8 +222,12 @@ def nc_matmul(*args: Any, **kw: Any) -> Any:
     st = as_tile(vals.get("stationary"), "the stationary operand of nc_matmul")
     mv = as_tile(vals.get("moving"), "the moving operand of nc_matmul")
     if kw.get("is_transpose"):
-        raise error("nc_matmul(is_transpose=True) is not supported by NeuronSim's NKI yet; "
-                    "use nisa.nc_transpose", source)
+        # the PE array's transpose: stationary^T, the moving tile being the identity that
+        # passes it through (NeuronSim's nc_transpose is this same matmul by an identity)
+        if mv.np != st.np or mv.free_size() != st.np:
+            raise error(f"nc_matmul(is_transpose=True) passes stationary {list(st.shape)} "
+                        f"through an identity moving tile [{st.np}, {st.np}], got "
+                        f"{list(mv.shape)}", source)
     if kw.get("tile_position") or kw.get("tile_size"):
         raise error("nc_matmul row/column tiling (tile_position) is not supported by "
                     "NeuronSim's NKI yet", source)
@@ -568,13 +580,24 @@ def bn_aggr(*args: Any, dtype: Any = None, mask: Any = None, **kw: Any) -> Any:
     return _finish(dst, NTile.wrap(r, None), source)
 
 
-def iota(*args: Any, **kw: Any) -> Any:
-    raise error("nisa.iota is not supported by NeuronSim's NKI yet", caller_source())
-
-
-def affine_select(*args: Any, **kw: Any) -> Any:
-    raise error("nisa.affine_select is not supported by NeuronSim's NKI yet", caller_source())
-
+# the instructions without an op of their own: ntile.isa (the ISA table's generic op)
+from ._isa_table import (  # noqa: E402, F401 (nki.isa's names)
+    affine_select,
+    dropout,
+    iota,
+    max8,
+    nc_find_index8,
+    nc_match_replace8,
+    nc_n_gather,
+    nc_stream_shuffle,
+    nonzero_with_count,
+    range_select,
+    select_reduce,
+    tensor_copy_predicated,
+    tensor_partition_reduce,
+    tensor_scalar_cumulative,
+    tensor_scalar_reduce,
+)
 
 def __getattr__(name: str) -> Any:
     if name == "constants":

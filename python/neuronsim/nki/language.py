@@ -8,6 +8,7 @@ import builtins
 import math
 from typing import Any
 
+import numpy as np
 import torch
 
 from ..kernels import language as _kl
@@ -39,10 +40,10 @@ int64 = torch.int64
 int16 = torch.int16
 int8 = torch.int8
 uint8 = torch.uint8
+uint32 = torch.uint32
 bool_ = torch.bool
 tfloat32 = UnsupportedDType("tfloat32")
 uint16 = UnsupportedDType("uint16")
-uint32 = UnsupportedDType("uint32")
 float8_e4m3 = UnsupportedDType("float8_e4m3")
 float8_e5m2 = UnsupportedDType("float8_e5m2")
 float8_e4m3fn = UnsupportedDType("float8_e4m3fn")
@@ -83,6 +84,38 @@ tile_size.total_available_sbuf_size = 192 * 1024  # type: ignore[attr-defined]
 
 
 # -- allocation --------------------------------------------------------------------------------
+
+
+def shared_constant(constant: Any, dtype: Any = None, **_: Any) -> Any:
+    """An HBM tensor holding `constant` (a numpy array or the path of a .npy file), made at
+    trace time and read like a kernel input (nl.shared_constant)."""
+    from ..kernels import ir as _ir
+
+    source = caller_source()
+    if isinstance(constant, (str, bytes)) or hasattr(constant, "__fspath__"):
+        arr = np.load(constant)  # a .npy file (nki-library's cached constants)
+    else:
+        arr = np.asarray(constant)
+    want = torch_dtype(dtype) if dtype is not None else torch_dtype(arr.dtype)
+    if arr.dtype == np.float64 or arr.dtype.kind not in "fiub":
+        arr = arr.astype(np.float64)
+    value = torch.from_numpy(np.ascontiguousarray(arr)).to(want)
+    t = tracer()
+    hbm = _ir.HbmTensor(f"const{len(t.constants)}", tuple(value.shape) or (1,), want,
+                        is_output=False, source=source)
+    const = _ir.ConstantTensor(f"c{len(t.constants)}", value.reshape(hbm.shape).contiguous())
+    const.hbm = hbm  # type: ignore[attr-defined]
+    t.constants.append(const)
+    return HbmView(hbm)
+
+
+def shared_identity_matrix(n: int, dtype: Any = None, **_: Any) -> Any:
+    """An [n, n] identity matrix in SBUF (nl.shared_identity_matrix; uint8 unless dtype),
+    loaded once at the kernel's start: a moving operand for PE transposes."""
+    want = torch_dtype(dtype) if dtype is not None else torch.uint8
+    tile = tracer().constant_tile(("identity", int(n), want), torch.eye(int(n), dtype=want),
+                                  caller_source())
+    return NTile.wrap(TileView.whole(tile), None)
 
 
 def ndarray(shape: Any, dtype: Any, buffer: Any = None, name: str = "", **_: Any) -> Any:

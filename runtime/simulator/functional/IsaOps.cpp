@@ -626,6 +626,28 @@ template <class T> void affineSelectAs(Memory &mem, const Instruction &inst) {
   store(mem, inst.dst, x);
 }
 
+/// iota with affine coefficients: dst = affine[0] + affine[1] * p + sum_k affine[1 + k] * i_k.
+template <class T> void affineIotaAs(Memory &mem, const Instruction &inst) {
+  const auto &dims = inst.dst.dims;
+  int64_t n = 1;
+  for (const auto &d : dims)
+    n *= d[1];
+  std::vector<T> out(static_cast<size_t>(n));
+  std::vector<int64_t> index(dims.size(), 0);
+  for (int64_t e = 0; e < n; ++e) {
+    int64_t v = inst.affine[0];
+    for (size_t k = 0; k < dims.size(); ++k)
+      v += inst.affine[k + 1] * index[k];
+    out[size_t(e)] = T(v);
+    for (size_t k = dims.size(); k-- > 0;) { // the next index, row-major
+      if (++index[k] < dims[k][1])
+        break;
+      index[k] = 0;
+    }
+  }
+  store(mem, inst.dst, out);
+}
+
 } // namespace
 
 bool runIsaOp(Memory &mem, size_t index, const Instruction &inst, const InstrShape &shape) {
@@ -678,6 +700,14 @@ bool runIsaOp(Memory &mem, size_t index, const Instruction &inst, const InstrSha
     return true;
   case Opcode::MatchReplace8:
     matchReplace8(mem, inst);
+    return true;
+  case Opcode::Iota:
+    if (inst.affine.empty())
+      return false;
+    if (isIntegerDType(inst.dst.dtype))
+      affineIotaAs<int64_t>(mem, inst);
+    else
+      affineIotaAs<float>(mem, inst);
     return true;
   case Opcode::AffineSelect:
     if (isIntegerDType(inst.dst.dtype))

@@ -331,16 +331,18 @@ void Memory::touch(const AccessPattern &ap, bool write) {
     const int64_t ext = ap.dims[i][0] * (ap.dims[i][1] - 1) * eb;
     (ext < 0 ? lo : hi) += ext;
   }
-  const int64_t p0 = ap.partition, parts = ap.dims[0][1],
-                pstride = parts > 1 ? ap.dims[0][0] : 1;
+  // The partitions touched: a stride of 0 (one partition read by all, a broadcast) touches
+  // one, a negative stride the ones below p0.
+  const int64_t p0 = ap.partition, pstride = ap.dims[0][0],
+                parts = pstride == 0 ? 1 : ap.dims[0][1];
   const int64_t pLast = p0 + (parts - 1) * pstride;
-  b.partHi = std::max(b.partHi, pLast + 1);
+  b.partHi = std::max(b.partHi, std::max(p0, pLast) + 1);
   b.byteHi = std::max(b.byteHi, hi);
   if (b.staleGranules == 0)
     return;
 
   std::array<uint64_t, 2> mask = {0, 0};
-  for (int64_t p = p0; p <= pLast; p += pstride)
+  for (int64_t k = 0, p = p0; k < parts; ++k, p += pstride)
     mask[size_t(p / 64)] |= uint64_t(1) << (p % 64);
   const bool dense = write && denseFree(ap);
   const int64_t G = OnChip::kGranule;

@@ -112,6 +112,8 @@ template <class S, class T> inline S toIntStorage(T v) {
     return S(std::make_unsigned_t<S>(v)); // wraps
   else if constexpr (sizeof(S) == 8)
     return toInt64(v);
+  else if constexpr (std::is_same_v<S, uint32_t>)
+    return S(uint64_t(toInt64(v))); // every uint32 is exact in int64
   else
     return S(std::make_unsigned_t<S>(toInt32(v)));
 }
@@ -192,6 +194,8 @@ void loadRun(const uint8_t *p, int64_t stride, DType dt, T *out, int64_t n) {
     return loadLoop<int32_t>(p, stride, out, n, id);
   case DType::I8:
     return loadLoop<int8_t>(p, stride, out, n, id);
+  case DType::U32:
+    return loadLoop<uint32_t>(p, stride, out, n, id);
   case DType::U8:
   case DType::Bool:
     if constexpr (std::is_same_v<T, double>)
@@ -237,6 +241,9 @@ void storeRun(uint8_t *p, int64_t stride, DType dt, const T *in, int64_t n) {
   case DType::U8:
     return storeLoop<uint8_t>(p, stride, in, n,
                               [](T v) { return toIntStorage<uint8_t>(v); });
+  case DType::U32:
+    return storeLoop<uint32_t>(p, stride, in, n,
+                               [](T v) { return toIntStorage<uint32_t>(v); });
   case DType::Bool:
     if constexpr (std::is_same_v<T, double>)
       if (stride == 1)

@@ -138,3 +138,47 @@ func.func @scan_initial_shape(%a: memref<4x64xf32, #ntile.mem<sbuf>>, %r: memref
   ntile.tensor_tensor_scan mul add %a, %a, 0.0 tile %r : memref<4x2xf32, #ntile.mem<sbuf>> to %a : memref<4x64xf32, #ntile.mem<sbuf>>, memref<4x64xf32, #ntile.mem<sbuf>>, memref<4x64xf32, #ntile.mem<sbuf>>
   return
 }
+
+// -----
+
+// ntile.isa's fields are the program format's: an unknown field is an error at the op.
+func.func @isa_unknown_field(%a: memref<128x64xf32, #ntile.mem<sbuf>>, %b: memref<128x64xf32, #ntile.mem<sbuf>>) {
+  // expected-error @+1 {{'ntile.isa' op fields: unknown instruction field "alpha"}}
+  ntile.isa max8(%a) to %b {fields = {alpha = 1.0}} : (memref<128x64xf32, #ntile.mem<sbuf>>) -> memref<128x64xf32, #ntile.mem<sbuf>>
+  return
+}
+
+// -----
+
+func.func @isa_bad_alu(%a: memref<128x64xf32, #ntile.mem<sbuf>>, %b: memref<128x64xf32, #ntile.mem<sbuf>>) {
+  // expected-error @+1 {{'ntile.isa' op fields.alu: unknown alu op "plus"}}
+  ntile.isa affine_select(%a) to %b {fields = {alu = "plus"}} : (memref<128x64xf32, #ntile.mem<sbuf>>) -> memref<128x64xf32, #ntile.mem<sbuf>>
+  return
+}
+
+// -----
+
+// A broadcast source is a [P, 1] column.
+func.func @isa_broadcast_shape(%a: memref<128x64xf32, #ntile.mem<sbuf>>, %b: memref<128x64xf32, #ntile.mem<sbuf>>) {
+  // expected-error @+1 {{'ntile.isa' op broadcast source 0 must be a [P, 1] tile}}
+  ntile.isa max8(%a) to %b {broadcast = array<i64: 0>} : (memref<128x64xf32, #ntile.mem<sbuf>>) -> memref<128x64xf32, #ntile.mem<sbuf>>
+  return
+}
+
+// -----
+
+// Engines read SBUF and PSUM only.
+func.func @isa_hbm_source(%a: memref<128x64xf32, #ntile.mem<hbm>>, %b: memref<128x64xf32, #ntile.mem<sbuf>>) {
+  // expected-error @+1 {{'ntile.isa' op source 0 must be an SBUF or PSUM tile, got hbm}}
+  ntile.isa max8(%a) to %b : (memref<128x64xf32, #ntile.mem<hbm>>) -> memref<128x64xf32, #ntile.mem<sbuf>>
+  return
+}
+
+// -----
+
+// The opcode is one of the ISA table's rows.
+func.func @isa_opcode(%a: memref<128x64xf32, #ntile.mem<sbuf>>, %b: memref<128x64xf32, #ntile.mem<sbuf>>) {
+  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'opcode'}}
+  ntile.isa max9(%a) to %b : (memref<128x64xf32, #ntile.mem<sbuf>>) -> memref<128x64xf32, #ntile.mem<sbuf>>
+  return
+}

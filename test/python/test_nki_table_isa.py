@@ -320,3 +320,42 @@ def test_strided_dst_and_reshaped_return():
     expect[:, :, 1] = 3 * x
     assert y.shape == (32, 8)
     np.testing.assert_array_equal(y, expect.reshape(32, 8))
+
+
+@nki.jit
+def casting_dma(x):
+    """dma_copy between dtypes (NKI's DMA casts): float32 HBM into a uint32 and a bf16 tile."""
+    u = nl.ndarray(x.shape, dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=u, src=x)
+    b = nl.ndarray(x.shape, dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.dma_copy(dst=b, src=x)
+    return _store(u), _store(b, nl.float32)
+
+
+def test_dma_copy_casts():
+    x = RNG.integers(0, 1000, (8, 16)).astype(np.float32)
+    u, b = casting_dma(x)
+    assert u.dtype == np.uint32
+    np.testing.assert_array_equal(u, x.astype(np.uint32))
+    import torch
+
+    expect = torch.from_numpy(x).to(torch.bfloat16).float().numpy()  # round to nearest even
+    np.testing.assert_array_equal(b, expect)
+
+
+@nki.jit
+def through_private_hbm(x):
+    """An HBM scratch tensor (nl.private_hbm) the kernel writes and reads back, not returned."""
+    scratch = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.private_hbm)
+    nisa.dma_copy(dst=scratch, src=x)
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=scratch.reshape((x.shape[0], x.shape[1])))
+    nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=1.0)
+    return _store(t)
+
+
+def test_private_hbm_scratch_is_not_returned():
+    x = RNG.standard_normal((16, 32)).astype(np.float32)
+    y = through_private_hbm(x)
+    assert isinstance(y, np.ndarray)
+    np.testing.assert_array_equal(y, x + 1.0)

@@ -143,7 +143,8 @@ def run_eager(kernel: Kernel, args: list[Any], kwargs: dict[str, Any],
                                                   traced.outputs],
                           profile=options.profile, timing_only=options.timing_only,
                           check_hazards=options.check_hazards)
-    return graph([t.contiguous() for t in tensors])
+    outputs = graph([t.contiguous() for t in tensors])
+    return outputs[:len(outputs) - traced.scratch] if traced.scratch else outputs
 
 
 # -- PyTorch ops ----------------------------------------------------------------------------
@@ -195,11 +196,11 @@ def torch_op(qualname: str, kernel: Kernel, num_outputs: int = 1,
 
     def fake_impl(*args: Any) -> Any:
         traced = kernel.trace(*args)
-        if len(traced.outputs) != num_outputs:
-            raise NeuronCompileError(f"kernel '{kernel.name}' returns {len(traced.outputs)} "
+        if len(traced.returned) != num_outputs:
+            raise NeuronCompileError(f"kernel '{kernel.name}' returns {len(traced.returned)} "
                                      f"tensors; torch_op declared num_outputs={num_outputs}")
         device = next((a.device for a in args if isinstance(a, torch.Tensor)), None)
-        out = [torch.empty(s, dtype=d, device=device) for s, d in traced.outputs]
+        out = [torch.empty(s, dtype=d, device=device) for s, d in traced.returned]
         return out[0] if num_outputs == 1 else tuple(out)
 
     lib.impl(name, cpu_impl, "CPU")
@@ -253,5 +254,8 @@ def export_node(node: torch.fx.Node, ref: Callable[[Any], Any], results: list[An
         else:
             traced_args.append(v)
     traced = kernel.trace(*traced_args)
+    if traced.scratch:
+        raise NeuronCompileError(f"kernel '{kernel.name}' keeps HBM scratch (nl.private_hbm): "
+                                 "such kernels run eagerly, not yet inside compiled graphs")
     return graph_node(traced, node.name, refs, results, source,
                       None if flops is None else flops(*traced_args))

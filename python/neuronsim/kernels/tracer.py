@@ -62,6 +62,12 @@ class Traced:
     ir: str
     outputs: list[tuple[tuple[int, ...], torch.dtype]]
     source: Source
+    scratch: int = 0  # the last `scratch` outputs are the kernel's HBM scratch (private_hbm)
+
+    @property
+    def returned(self) -> list[tuple[tuple[int, ...], torch.dtype]]:
+        """The outputs the kernel returns (without its scratch)."""
+        return self.outputs[:len(self.outputs) - self.scratch]
 
 
 class Tracer:
@@ -199,7 +205,10 @@ class Tracer:
                 raise error("a kernel returns the HBM tensors it made with nl.ndarray(..., "
                             f"buffer=nl.shared_hbm), got {type(r).__name__}", source)
         made = [t for t in self.outputs]
+        scratch = [t for t in made if getattr(t, "scratch", False) and t not in results]
         for t in made:
+            if t in scratch:
+                continue
             if t not in results:
                 raise error(f"the HBM tensor made at line {t.source.line} is not returned",
                             t.source)
@@ -210,8 +219,9 @@ class Tracer:
             raise error("the kernel returns the same tensor twice", source)
         self.root.ops[:0] = self.prologue
         symbol = re.sub(r"[^A-Za-z0-9_]", "_", self.name)
+        results = results + scratch  # scratch HBM: outputs of the program, dropped by the caller
         text = ir.Emitter(symbol).emit(self.root, self.inputs, results, self.constants, source)
-        return Traced(symbol, text, [(r.shape, r.dtype) for r in results], source)
+        return Traced(symbol, text, [(r.shape, r.dtype) for r in results], source, len(scratch))
 
 
 def _whole_view(value: Any) -> bool:

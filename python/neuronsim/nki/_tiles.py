@@ -245,8 +245,20 @@ class NTile:
             raise error(f"a DMA of {list(view.shape)} into a tile of shape {list(self.shape)}: "
                         "the element counts differ", source)
         if view.dtype != self.dtype:
-            raise error(f"DMA does not convert: {_name(view.dtype)} into a {_name(self.dtype)} "
-                        "tile (copy with nisa.tensor_copy, or pass dtype= to nl.load)", source)
+            # NKI's dma_copy casts between dtypes; here the DMA moves the source's dtype into
+            # a staging tile and the Vector engine converts it (as a store of another dtype
+            # does, dma_to): the numbers are the cast's, the time one tensor_copy more.
+            if self.tile.space != "sbuf":
+                raise error(f"DMA does not convert: {_name(view.dtype)} into a "
+                            f"{_name(self.dtype)} {self.tile.space} tile", source)
+            staged = new_tile((self.np, self.free_size()), view.dtype, "sbuf", source)
+            staged.dma_from(view, source)
+            converted = NTile.wrap(_ops.copy(staged.flat(source), self.dtype, source), None)
+            if self.contiguous():
+                _ops.assign(TileView(self.region(source)), converted.flat(source), source)
+            else:
+                self.dma_from(converted, source)
+            return
         if isinstance(view, NTile):
             t.read(view.region_for_check(), source)
             src: Any = view.access()

@@ -120,13 +120,17 @@ def shared_identity_matrix(n: int, dtype: Any = None, **_: Any) -> Any:
 
 def ndarray(shape: Any, dtype: Any, buffer: Any = None, name: str = "", **_: Any) -> Any:
     """A tile in SBUF/PSUM (N-d; legacy block dims before nl.par_dim), or an HBM tensor
-    (buffer=nl.shared_hbm / nl.hbm / nl.private_hbm) the kernel writes and returns."""
+    (buffer=nl.shared_hbm / nl.hbm: the kernel writes and returns it; nl.private_hbm: the
+    kernel's own HBM scratch, not returned)."""
     source = caller_source()
     dtype = torch_dtype(dtype)
     buf = buffer if buffer is not None else sbuf
     if buf in (shared_hbm, hbm, private_hbm):
         shape = tuple(int(d) for d in (shape if isinstance(shape, (tuple, list)) else (shape,)))
-        return _kl.ndarray(shape, dtype, buffer=shared_hbm)
+        view = _kl.ndarray(shape, dtype, buffer=shared_hbm)
+        if buf == private_hbm:
+            view.tensor.scratch = True
+        return view
     if buf not in (sbuf, psum):
         raise error(f"unknown buffer {buffer!r}: nl.sbuf, nl.psum, nl.hbm or nl.shared_hbm",
                     source)

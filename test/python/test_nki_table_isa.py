@@ -141,12 +141,16 @@ def shuffle(x):
     nisa.memset(out, 5.0)
     mask = [31 - i for i in range(31)] + [255]  # reverse a quadrant; the last keeps dst's row
     nisa.nc_stream_shuffle(src=xt, dst=out, shuffle_mask=mask)
-    return _store(out)
+    again = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.memset(again, 5.0)
+    nisa.nc_stream_shuffle(xt, again, mask)  # positionally: NKI's (src, dst, shuffle_mask)
+    return _store(out), _store(again)
 
 
 def test_nc_stream_shuffle():
     x = RNG.standard_normal((64, 8)).astype(np.float32)
-    out = shuffle(x)
+    out, again = shuffle(x)
+    np.testing.assert_array_equal(again, out)
     for q in range(2):
         for i in range(31):
             np.testing.assert_array_equal(out[32 * q + i], x[32 * q + 31 - i])

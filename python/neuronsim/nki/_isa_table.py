@@ -22,11 +22,12 @@ from ._index import as_tile
 from ._tiles import NTile, new_tile
 
 
-def _bind(name: str, args: tuple[Any, ...], kw: dict[str, Any], names: list[str]
-          ) -> dict[str, Any]:
+def _bind(name: str, args: tuple[Any, ...], kw: dict[str, Any], names: list[str],
+          dst_first: bool = True) -> dict[str, Any]:
     """NKI's parameters by name: positional arguments start at dst in NKI 0.2+ kernels (or
-    when dst is given by name), after it in legacy kernels."""
-    order = names if (is_dst_first() or "dst" in kw) else names[1:]
+    when dst is given by name), after it in legacy kernels; with dst_first=False the order
+    is `names` in both dialects."""
+    order = names if (not dst_first or is_dst_first() or "dst" in kw) else names[1:]
     if len(args) > len(order):
         raise error(f"nisa.{name} takes at most {len(order)} positional arguments "
                     f"({', '.join(order)}), got {len(args)}", caller_source())
@@ -46,6 +47,15 @@ def _src(x: Any, what: str, source: Source) -> TileView:
     if x is None:
         raise error(f"{what} is required", source)
     return as_tile(x, what).flat(source)
+
+
+def _written(x: Any, what: str, source: Source) -> TileView:
+    """A source the instruction writes (a reduce result): the tile region itself (a strided
+    view is an error, never a gathered copy the result would be lost in)."""
+    t = as_tile(x, what)
+    if not isinstance(t, NTile):
+        t = NTile.wrap(t, None)
+    return TileView(t.region(source))
 
 
 def _target(dst: Any, shape: tuple[int, ...], dtype: torch.dtype, source: Source
@@ -124,7 +134,7 @@ def tensor_scalar_reduce(*args: Any, **kw: Any) -> Any:
     if rr is None:
         raise error("tensor_scalar_reduce needs reduce_res (a [P, 1] tile for the reduction)",
                     source)
-    res = _src(rr, "the reduce_res of tensor_scalar_reduce", source)
+    res = _written(rr, "the reduce_res of tensor_scalar_reduce", source)
     srcs.append(res)
     dtype = torch_dtype(a["dtype"]) if a.get("dtype") is not None else data.dtype
     t, target = _target(a.get("dst"), data.shape, dtype, source)
@@ -333,7 +343,7 @@ def range_select(*args: Any, **kw: Any) -> Any:
     srcs = [on_true.flat(source), _src(a.get("bound0"), "bound0 of range_select", source),
             _src(a.get("bound1"), "bound1 of range_select", source)]
     if a.get("reduce_res") is not None:
-        srcs.append(_src(a["reduce_res"], "the reduce_res of range_select", source))
+        srcs.append(_written(a["reduce_res"], "the reduce_res of range_select", source))
     else:  # the instruction always writes its max somewhere: a scratch column
         srcs.append(TileView(new_tile((on_true.np, 1), torch.float32, "sbuf", source)
                              .region(source)))
@@ -374,7 +384,7 @@ def select_reduce(*args: Any, **kw: Any) -> Any:
     if a.get("reverse_pred"):
         fields["reverse"] = True
     if a.get("reduce_res") is not None:
-        srcs.append(_src(a["reduce_res"], "the reduce_res of select_reduce", source))
+        srcs.append(_written(a["reduce_res"], "the reduce_res of select_reduce", source))
     else:
         srcs.append(TileView(new_tile((on_true.np, 1), torch.float32, "sbuf", source)
                              .region(source)))
@@ -392,8 +402,8 @@ def nc_stream_shuffle(*args: Any, **kw: Any) -> Any:
     dst's partition unchanged)."""
     source = caller_source()
     # NKI's order is (src, dst, shuffle_mask) in both dialects
-    a = _bind("nc_stream_shuffle", args, kw, ["src", "dst", "shuffle_mask", "dtype", "mask"]) \
-        if not ("dst" in kw and not args) else dict(kw)
+    a = _bind("nc_stream_shuffle", args, kw, ["src", "dst", "shuffle_mask", "dtype", "mask"],
+              dst_first=False)
     src = as_tile(a.get("src"), "the src of nc_stream_shuffle", a.get("mask"))
     mask = a.get("shuffle_mask")
     try:

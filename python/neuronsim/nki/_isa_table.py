@@ -19,7 +19,7 @@ from ..kernels.tracer import error
 from ..kernels.values import TileView
 from ._common import is_dst_first, resolve_op, torch_dtype
 from ._index import as_tile
-from ._tiles import NTile, new_tile
+from ._tiles import NTile, is_tile, new_tile
 
 
 def _bind(name: str, args: tuple[Any, ...], kw: dict[str, Any], names: list[str],
@@ -123,7 +123,7 @@ def tensor_scalar_reduce(*args: Any, **kw: Any) -> Any:
         raise error("tensor_scalar_reduce's reduce_init as a tile is not supported by "
                     "NeuronSim's NKI yet (a number is)", source)
     srcs = [data.flat(source)]
-    if _is_tile_like(operand0):
+    if is_tile(operand0):
         fields["scale_tile"] = True
         srcs.append(_src(operand0, "the operand0 of tensor_scalar_reduce", source))
         imm0 = 0.0
@@ -163,12 +163,6 @@ def tensor_scalar_cumulative(*args: Any, **kw: Any) -> Any:
     t, target = _target(a.get("dst"), src.shape, src.dtype, source)
     _run("tensor_scalar_cumulative", [src.flat(source)], target, fields, source)
     return _result(a.get("dst"), t)
-
-
-def _is_tile_like(x: Any) -> bool:
-    from ._index import PendingTile
-
-    return isinstance(x, (NTile, TileView, PendingTile))
 
 
 # -- top-k helpers: max8, nc_find_index8, nc_match_replace8 -------------------------------------
@@ -375,7 +369,7 @@ def select_reduce(*args: Any, **kw: Any) -> Any:
             on_true.flat(source)]
     fields: dict[str, Any] = {}
     on_false = a.get("on_false")
-    if _is_tile_like(on_false):
+    if is_tile(on_false):
         fields["scale_tile"] = True
         srcs.append(_src(on_false, "the on_false of select_reduce", source))
         fields["imm"] = [0.0, 0.0]
@@ -468,7 +462,7 @@ def dropout(*args: Any, **kw: Any) -> Any:
     prob = a.get("prob")
     stream = _next_dropout_stream()
     fields: dict[str, Any] = {}
-    if _is_tile_like(prob):
+    if is_tile(prob):
         fields["scale_tile"] = True
         srcs.append(_src(prob, "the prob of dropout", source))
         fields["imm"] = [0.0, float(stream)]

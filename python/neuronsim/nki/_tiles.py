@@ -13,7 +13,7 @@ from ..kernels import ops as _ops
 from ..kernels.ir import Aff, Source, TileRegion, caller_source
 from ..kernels.tracer import error, tracer
 from ..kernels.values import HbmView, TileView
-from ._index import Mask, expand_keys, key_parts, par_dim
+from ._index import Mask, PendingTile, expand_keys, key_parts, par_dim
 
 
 class NTile:
@@ -424,6 +424,12 @@ class NTile:
 
 def _name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
+
+
+def is_tile(x: Any) -> bool:
+    """An SBUF/PSUM tile operand: a tile, a view of one, or a grid-indexed tile pending its
+    mask."""
+    return isinstance(x, (NTile, TileView, PendingTile))
 
 
 def new_tile(shape: Any, dtype: torch.dtype, space: str, source: Source) -> NTile:

@@ -17,6 +17,7 @@ from ..kernels.values import HbmView, TileView
 from ._common import resolve_op, torch_dtype
 from ._index import as_hbm, as_tile
 from ._tiles import NTile, binary, reduce_free
+from ._tiles import is_tile as _is_tile
 
 
 class engine:  # noqa: N801 (NKI's name)
@@ -133,12 +134,6 @@ def _as_dst(dst: Any, source: Source) -> NTile:
     if not isinstance(dst, NTile):
         raise error(f"dst must be an SBUF/PSUM tile, got {type(dst).__name__}", source)
     return dst
-
-
-def _is_tile(x: Any) -> bool:
-    from ._index import PendingTile
-
-    return isinstance(x, (NTile, TileView, PendingTile))
 
 
 # -- data movement -------------------------------------------------------------------------------

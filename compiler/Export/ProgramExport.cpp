@@ -30,6 +30,8 @@ std::optional<rt::DType> toDType(Type t) {
     return rt::DType::U8;
   if (t.isUnsignedInteger(32)) // NKI's uint32 (indices of max8 / nc_find_index8, counts)
     return rt::DType::U32;
+  if (t.isUnsignedInteger(16)) // NKI's uint16 (local_gather's indices)
+    return rt::DType::U16;
   if (t.isSignlessInteger(64))
     return rt::DType::I64;
   if (t.isSignlessInteger(32))

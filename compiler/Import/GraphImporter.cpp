@@ -31,6 +31,8 @@ static Type parseElementType(MLIRContext &ctx, const std::string &name) {
     return IntegerType::get(&ctx, 8, IntegerType::Unsigned);
   if (name == "u32") // torch.uint32 (kernels' tensors only: NKI's uint32), the program's u32
     return IntegerType::get(&ctx, 32, IntegerType::Unsigned);
+  if (name == "u16") // torch.uint16 (kernels' tensors only: NKI's uint16), the program's u16
+    return IntegerType::get(&ctx, 16, IntegerType::Unsigned);
   static const std::pair<const char *, unsigned> ints[] = {
       {"i64", 64}, {"i32", 32}, {"i16", 16}, {"i8", 8}, {"i1", 1}};
   for (auto [n, w] : ints)

@@ -26,7 +26,8 @@ GRAPH_DTYPE_NAMES: dict[torch.dtype, str] = {
 
 # Kernels only (NKI's uint32: indices of max8 / nc_find_index8, counts): tiles and HBM tensors
 # of a kernel may be uint32; compiled graphs' arithmetic on them is not supported.
-KERNEL_DTYPE_NAMES: dict[torch.dtype, str] = {**GRAPH_DTYPE_NAMES, torch.uint32: "u32"}
+KERNEL_DTYPE_NAMES: dict[torch.dtype, str] = {**GRAPH_DTYPE_NAMES, torch.uint32: "u32",
+                                               torch.uint16: "u16"}
 
 _float64_warned = False
 

@@ -37,6 +37,7 @@ std::optional<DType> runtimeDType(c10::ScalarType t) {
   case c10::ScalarType::Byte: return DType::U8;
   case c10::ScalarType::Bool: return DType::Bool;
   case c10::ScalarType::UInt32: return DType::U32;
+  case c10::ScalarType::UInt16: return DType::U16;
   default: return std::nullopt;
   }
 }
@@ -52,6 +53,7 @@ c10::ScalarType torchDType(DType t) {
   case DType::U8: return c10::ScalarType::Byte;
   case DType::Bool: return c10::ScalarType::Bool;
   case DType::U32: return c10::ScalarType::UInt32;
+  case DType::U16: return c10::ScalarType::UInt16;
   }
   throw std::invalid_argument("program buffer has an unknown dtype");
 }

@@ -34,11 +34,11 @@ struct LoopTerm {
 int64_t evalAffine(int64_t base, const std::vector<LoopTerm> &terms, const int64_t *iv);
 
 /// Storage element types. Names ("f32", "bf16", ...) are the serialized form.
-enum class DType : uint8_t { F32, BF16, F16, I64, I32, I8, U8, Bool, U32 };
+enum class DType : uint8_t { F32, BF16, F16, I64, I32, I8, U8, Bool, U32, U16 };
 
 /// Size in bytes of one element.
 int64_t dtypeSize(DType t);
-/// "f32", "bf16", "f16", "i64", "i32", "i8", "u8", "i1", "u32".
+/// "f32", "bf16", "f16", "i64", "i32", "i8", "u8", "i1", "u32", "u16".
 const char *dtypeName(DType t);
 /// Inverse of dtypeName; returns false on an unknown name.
 bool parseDType(const std::string &name, DType &out);

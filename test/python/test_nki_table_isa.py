@@ -363,3 +363,15 @@ def test_private_hbm_scratch_is_not_returned():
     y = through_private_hbm(x)
     assert isinstance(y, np.ndarray)
     np.testing.assert_array_equal(y, x + 1.0)
+
+
+@nki.jit
+def copy_u16(x):
+    return _store(_load(x))
+
+
+def test_uint16_tiles_round_trip_bit_exactly():
+    x = RNG.integers(0, 2**16, (8, 64)).astype(np.uint16)
+    y = copy_u16(x)
+    assert y.dtype == np.uint16
+    np.testing.assert_array_equal(y, x)

@@ -20,6 +20,7 @@ std::string npyDescr(DType t) {
   case DType::U8: return "|u1";
   case DType::Bool: return "|b1";
   case DType::U32: return "<u4";
+  case DType::U16: return "<u2";
   }
   return "?";
 }

@@ -176,6 +176,7 @@ void fillRandom(std::vector<uint8_t> &data, DType t, std::mt19937_64 &rng) {
     case DType::I64: { int64_t v = small(rng); std::memcpy(p, &v, 8); break; }
     case DType::I32: { int32_t v = small(rng); std::memcpy(p, &v, 4); break; }
     case DType::U32: { uint32_t v = uint32_t(small(rng) & 0xff); std::memcpy(p, &v, 4); break; }
+    case DType::U16: { uint16_t v = uint16_t(small(rng) & 0xff); std::memcpy(p, &v, 2); break; }
     case DType::I8: case DType::U8: *p = uint8_t(small(rng)); break;
     case DType::Bool: *p = uint8_t(small(rng) & 1); break;
     }

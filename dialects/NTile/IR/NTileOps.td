@@ -7,8 +7,9 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/ViewLikeInterface.td"
 
 // As ntorch tensors: signless integers, and ui8 (torch.uint8, exported as the program's u8).
-// UI32: NKI kernels' uint32 tiles (indices, counts); the runtime checks which instructions take them.
-def NTile_Buffer : MemRefOf<[AnyFloat, AnySignlessInteger, UI8, UI32]>;
+// UI32, UI16: NKI kernels' uint32 / uint16 tiles (indices, counts); the runtime checks which
+// instructions take them.
+def NTile_Buffer : MemRefOf<[AnyFloat, AnySignlessInteger, UI8, UI16, UI32]>;
 
 def NTile_ConstantOp : NTile_Op<"constant", [Pure]> {
   let summary = "a constant HBM buffer";

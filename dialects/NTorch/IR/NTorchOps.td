@@ -11,8 +11,9 @@ include "mlir/IR/RegionKindInterface.td"
 // Integers are signless (two's complement, i1 = bool) except ui8, torch.uint8: its values
 // are 0..255 wherever they are read (constants, casts, immediates, the program's u8).
 def NTorch_Tensor : RankedTensorOf<[AnyFloat, AnySignlessInteger, UI8]>;
-// A kernel's HBM tensors may also be NKI's uint32 (indices, counts): no other op takes them.
-def NTorch_KernelTensor : RankedTensorOf<[AnyFloat, AnySignlessInteger, UI8, UI32]>;
+// A kernel's HBM tensors may also be NKI's uint32 / uint16 (indices, counts): no other op takes
+// them.
+def NTorch_KernelTensor : RankedTensorOf<[AnyFloat, AnySignlessInteger, UI8, UI16, UI32]>;
 
 def NTorch_ConstantOp : NTorch_Op<"constant", [ConstantLike, Pure, AllTypesMatch<["value", "result"]>]> {
   let summary = "a constant tensor";

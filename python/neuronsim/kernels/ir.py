@@ -26,6 +26,7 @@ MLIR_TYPES = {
     torch.int8: "i8",
     torch.uint8: "ui8",
     torch.uint32: "ui32",  # NKI's uint32: indices (max8 / nc_find_index8), counts
+    torch.uint16: "ui16",  # NKI's uint16: local_gather's indices
     torch.bool: "i1",
 }
 

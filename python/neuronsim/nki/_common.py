@@ -36,6 +36,7 @@ _NUMPY = {
     np.dtype(np.int8): torch.int8,
     np.dtype(np.uint8): torch.uint8,
     np.dtype(np.uint32): torch.uint32,
+    np.dtype(np.uint16): torch.uint16,
     np.dtype(np.bool_): torch.bool,
     np.dtype(np.float64): torch.float32,  # NeuronCores have no float64 (as compiled graphs)
 }
@@ -47,7 +48,7 @@ def torch_dtype(dtype: Any, what: str = "dtype") -> torch.dtype:
         return dtype
     if isinstance(dtype, UnsupportedDType):
         raise error(f"{what} {dtype.name}: NeuronSim's kernels do not support it yet "
-                    "(float32, bfloat16, float16, int32, int16, int8, uint8, uint32 and bool are)")
+                    "(float32, bfloat16, float16, int32, int16, int8, uint8, uint16, uint32 and bool are)")
     if isinstance(dtype, str) and dtype == "bfloat16":
         return torch.bfloat16
     try:

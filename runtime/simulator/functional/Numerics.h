@@ -196,6 +196,8 @@ void loadRun(const uint8_t *p, int64_t stride, DType dt, T *out, int64_t n) {
     return loadLoop<int8_t>(p, stride, out, n, id);
   case DType::U32:
     return loadLoop<uint32_t>(p, stride, out, n, id);
+  case DType::U16:
+    return loadLoop<uint16_t>(p, stride, out, n, id);
   case DType::U8:
   case DType::Bool:
     if constexpr (std::is_same_v<T, double>)
@@ -244,6 +246,9 @@ void storeRun(uint8_t *p, int64_t stride, DType dt, const T *in, int64_t n) {
   case DType::U32:
     return storeLoop<uint32_t>(p, stride, in, n,
                                [](T v) { return toIntStorage<uint32_t>(v); });
+  case DType::U16:
+    return storeLoop<uint16_t>(p, stride, in, n,
+                               [](T v) { return toIntStorage<uint16_t>(v); });
   case DType::Bool:
     if constexpr (std::is_same_v<T, double>)
       if (stride == 1)

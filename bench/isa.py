@@ -144,6 +144,12 @@ def cases(n):
                                lambda gen: at_least(150 + n)),
         "tensor_copy_predicated": ("vector", {"dst": f32, "srcs": [f32b, psum("f32", n)]},
                                    lambda gen: at_least(n)),
+        "local_gather": ("gpsimd", {"dst": f32, "srcs": [f32b, sbuf("u16", n // 16, 65536)],
+                                    "imm": [1, n]},
+                         lambda gen: at_least(150 + n)),
+        "sequence_bounds": ("gpsimd", {"dst": sbuf("f32", 2 * n, parts=1),
+                                       "srcs": [sbuf("f32", n, 32768, parts=1)]},
+                            lambda gen: at_least(150 + 2 * n)),
     }
 
 
@@ -349,7 +355,8 @@ def main() -> None:
                  "bf16, the rest in fp32; nc_transpose of [min(N, 128), 128]; bn_aggr over N "
                  "bn_stats groups (6N values); tensor_copy_predicated with its predicate in PSUM; "
                  "select_reduce with a u8 predicate and on_true both in SBUF (the 2N case); "
-                 "nc_stream_shuffle reversing each quadrant; nc_n_gather of N indices. "
+                 "nc_stream_shuffle reversing each quadrant; nc_n_gather of N indices; local_gather "
+                 "of N single-element indices per GpSimd core; sequence_bounds of N ids. "
                  "trn2/trn3 rows show the Vector engine's performance modes (4x tensor_scalar "
                  "and tensor_copy on bf16 SBUF rows, 2x bf16 tensor_tensor); the DMA rows are "
                  "a [128, N] fp32 load in rows of 4N bytes (descriptors of fewer than 2438 "

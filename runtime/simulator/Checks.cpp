@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -100,6 +101,13 @@ std::string toString(__int128 v) {
     digits.insert(digits.begin(),
                   char('0' + int(negative ? -(v % 10) : v % 10)));
   return negative ? "-" + digits : digits;
+}
+
+/// An immediate as a user wrote it: "4", "0.5".
+std::string numberText(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
 }
 
 bool isFloatDType(DType t) {
@@ -718,6 +726,7 @@ InstrShape Checker::checkIsaCompute() {
   case Opcode::MatchReplace8:
   case Opcode::CopyPredicated:
   case Opcode::NGather:
+  case Opcode::LocalGather:
     nsrc = 2;
     break;
   default:
@@ -914,6 +923,43 @@ InstrShape Checker::checkIsaCompute() {
       fail("srcs[0] spans " + std::to_string(s[0].partitions) + " partitions but dst " +
            std::to_string(d.partitions));
     sh.freeElems = d.freeElems;
+    break;
+  case Opcode::LocalGather: {
+    if (inst_.dst.dtype != inst_.srcs[0].dtype)
+      fail(std::string("dst dtype ") + dtypeName(inst_.dst.dtype) + " differs from srcs[0] " +
+           dtypeName(inst_.srcs[0].dtype) + " (a gather is bit-exact)");
+    if (inst_.srcs[1].dtype != DType::U16)
+      fail(std::string("takes u16 indices (srcs[1]), not ") + dtypeName(inst_.srcs[1].dtype));
+    for (int k = -1; k < 2; ++k)
+      expectSpace(k < 0 ? inst_.dst : inst_.srcs[size_t(k)], k, MemSpace::Sbuf);
+    if (s[0].partitions % 16 != 0 || s[1].partitions != s[0].partitions)
+      fail("srcs[0] and the indices srcs[1] must span the same multiple of 16 partitions (16 per "
+           "GpSimd core), got " + std::to_string(s[0].partitions) + " and " +
+           std::to_string(s[1].partitions));
+    const double e = inst_.imm[0], v = inst_.imm[1];
+    if (e != 1 && e != 2 && e != 4 && e != 8 && e != 16 && e != 32)
+      fail("num_elem_per_idx imm[0] must be 1, 2, 4, 8, 16 or 32, got " + numberText(e));
+    const int64_t perCore = 16 * s[1].freeElems;
+    if (!(v >= 1 && v <= double(std::min<int64_t>(perCore, 4096)) && v == double(int64_t(v))))
+      fail("num_valid_indices imm[1] must be an integer in [1, " +
+           std::to_string(std::min<int64_t>(perCore, 4096)) + "] (at most the " +
+           std::to_string(perCore) + " indices of a core's 16 partitions, and 4096), got " +
+           numberText(v));
+    expectTile(d, -1, s[0].partitions, int64_t(v) * int64_t(e));
+    sh.freeElems = d.freeElems;
+    break;
+  }
+  case Opcode::SequenceBounds:
+    if (inst_.srcs[0].dtype != DType::F32 && inst_.srcs[0].dtype != DType::I32)
+      fail(std::string("takes f32 or i32 segment ids, not ") + dtypeName(inst_.srcs[0].dtype));
+    if (inst_.dst.dtype != inst_.srcs[0].dtype)
+      fail(std::string("dst dtype ") + dtypeName(inst_.dst.dtype) + " differs from srcs[0] " +
+           dtypeName(inst_.srcs[0].dtype));
+    expectSpace(inst_.dst, -1, MemSpace::Sbuf);
+    expectSpace(inst_.srcs[0], 0, MemSpace::Sbuf);
+    if (s[0].partitions != 1)
+      fail("takes one partition of segment ids, got " + std::to_string(s[0].partitions));
+    expectTile(d, -1, 1, 2 * s[0].freeElems);
     break;
   case Opcode::NonzeroWithCount: {
     if (inst_.dst.dtype != DType::I32)
@@ -1301,6 +1347,8 @@ InstrShape Checker::checkOperands() {
   case Opcode::NGather:
   case Opcode::Dropout:
   case Opcode::NonzeroWithCount:
+  case Opcode::LocalGather:
+  case Opcode::SequenceBounds:
   case Opcode::Activate2:
   case Opcode::Exponential:
   case Opcode::Rng:

@@ -375,3 +375,82 @@ def test_uint16_tiles_round_trip_bit_exactly():
     y = copy_u16(x)
     assert y.dtype == np.uint16
     np.testing.assert_array_equal(y, x)
+
+
+@nki.jit
+def gather_local(src, index, per_elem, valid):
+    st = _load(src)
+    it = _load(index)
+    out = nl.ndarray((src.shape[0], valid * per_elem), dtype=src.dtype, buffer=nl.sbuf)
+    nisa.local_gather(dst=out, src_buffer=st, index=it, num_elem_per_idx=per_elem,
+                      num_valid_indices=valid)
+    return _store(out)
+
+
+def _local_gather_reference(src, index, per_elem, valid):
+    """NKI's numpy semantics: each core's 16 partitions take its indices partition first."""
+    flat = src.reshape(src.shape[0], -1)
+    out = np.empty((src.shape[0], valid * per_elem), src.dtype)
+    for core in range(src.shape[0] // 16):
+        rows = slice(16 * core, 16 * core + 16)
+        idx = index[rows].flatten(order="F")[:valid].astype(np.int64)
+        runs = idx[:, None] + np.arange(per_elem)[None, :]
+        out[rows] = flat[rows][:, runs.reshape(-1)]
+    return out
+
+
+@pytest.mark.parametrize("per_elem,valid", [(1, 64), (2, 37), (8, 5)])
+def test_local_gather_matches_numpy_bit_exactly(per_elem, valid):
+    import torch
+
+    src = torch.randn(32, 256).to(torch.bfloat16)  # every bf16 bit pattern must survive
+    # different indices on the two GpSimd cores; each run stays inside the row
+    index = RNG.integers(0, 256 - per_elem + 1, (32, 4)).astype(np.uint16)
+    got = gather_local(src, torch.from_numpy(index), per_elem, valid)
+    assert got.dtype == torch.bfloat16
+    want = _local_gather_reference(src.view(torch.int16).numpy(), index, per_elem, valid)
+    np.testing.assert_array_equal(got.view(torch.int16).numpy(), want)
+
+
+def test_local_gather_rejects_an_index_past_the_row():
+    src = RNG.standard_normal((16, 64)).astype(np.float32)
+    index = np.zeros((16, 1), np.uint16)
+    index[3, 0] = 63  # valid index 3, two elements from 63: past the 64-element row
+    with pytest.raises(RuntimeError) as info:
+        gather_local(src, index, 2, 16)
+    text = str(info.value)
+    assert "local_gather" in text and "index 63 (valid index 3 of GpSimd core 0) reads " \
+        "elements [63, 65) of rows of 64" in text, text
+
+
+def test_local_gather_takes_uint16_indices():
+    src = RNG.standard_normal((16, 64)).astype(np.float32)
+    with pytest.raises(Exception) as info:
+        gather_local(src, np.zeros((16, 1), np.int32), 1, 16)
+    assert "takes u16 indices (srcs[1]), not i32" in str(info.value), str(info.value)
+
+
+@nki.jit
+def bounds(ids):
+    out = nl.ndarray((1, 2, ids.shape[1]), dtype=ids.dtype, buffer=nl.sbuf)
+    nisa.sequence_bounds(dst=out, segment_ids=_load(ids))
+    return _store(out)
+
+
+def _sequence_bounds_reference(ids):
+    n = len(ids)
+    start, end = np.empty(n), np.empty(n)
+    for i in range(n):
+        start[i] = n if ids[i] == 0 else start[i - 1] if i and ids[i] == ids[i - 1] else i
+    for i in reversed(range(n)):
+        end[i] = -1 if ids[i] == 0 else end[i + 1] if i + 1 < n and ids[i] == ids[i + 1] \
+            else i + 1
+    return np.stack([start, end])[None]
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float32])
+def test_sequence_bounds_matches_numpy(dtype):
+    ids = np.array([[0, 1, 1, 2, 2, 2, 0, 3, 3] + [4] * 7 + [0] * 3 + [5]], dtype)
+    got = bounds(ids)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, _sequence_bounds_reference(ids[0]).astype(dtype))

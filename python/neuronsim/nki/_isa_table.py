@@ -437,6 +437,36 @@ def nonzero_with_count(*args: Any, **kw: Any) -> Any:
     return _result(a.get("dst"), t)
 
 
+def local_gather(*args: Any, **kw: Any) -> Any:
+    """Each GpSimd core's 16 partitions gather num_elem_per_idx-element runs of their own rows of
+    src_buffer at the core's first num_valid_indices uint16 indices (partition first)."""
+    source = caller_source()
+    a = _bind("local_gather", args, kw, ["dst", "src_buffer", "index", "num_elem_per_idx",
+                                          "num_valid_indices", "mask"])
+    src = as_tile(a.get("src_buffer"), "the src_buffer of local_gather", a.get("mask"))
+    idx = as_tile(a.get("index"), "the index of local_gather")
+    per_elem = int(_number(1 if a.get("num_elem_per_idx") is None else a["num_elem_per_idx"],
+                           "num_elem_per_idx", source))
+    valid = a.get("num_valid_indices")
+    valid = 16 * idx.free_size() if valid is None else int(_number(valid, "num_valid_indices",
+                                                                     source))
+    t, target = _target(a.get("dst"), (src.np, valid * per_elem), src.dtype, source)
+    _run("local_gather", [src.flat(source), idx.flat(source)], target,
+         {"imm": [float(per_elem), float(valid)]}, source)
+    return _result(a.get("dst"), t)
+
+
+def sequence_bounds(*args: Any, **kw: Any) -> Any:
+    """For each segment id of one partition: the first index of its run of equal ids and one
+    past its last ([1, 2, n]: starts, then ends); padding (id 0) gets n and -1 (GpSimd)."""
+    source = caller_source()
+    a = _bind("sequence_bounds", args, kw, ["dst", "segment_ids", "mask"])
+    ids = as_tile(a.get("segment_ids"), "the segment_ids of sequence_bounds", a.get("mask"))
+    t, target = _target(a.get("dst"), (ids.np, 2, ids.free_size()), ids.dtype, source)
+    _run("sequence_bounds", [ids.flat(source)], target, {}, source)
+    return _result(a.get("dst"), t)
+
+
 def tensor_partition_reduce(*args: Any, **kw: Any) -> Any:
     """dst[0, :] = op over the partitions of data (GpSimd): add, max, min, and, or."""
     source = caller_source()

@@ -583,6 +583,49 @@ template <class T> void nGatherAs(Memory &mem, size_t index, const Instruction &
   store(mem, inst.dst, out);
 }
 
+/// Each GpSimd core's 16 partitions gather E-element runs of their own rows at the first V of
+/// the core's indices (taken partition first), exact for every dtype; a run leaving the row is
+/// an error.
+template <class T> void localGatherAs(Memory &mem, size_t index, const Instruction &inst) {
+  const std::vector<T> x = load<T>(mem, inst.srcs[0]);
+  const std::vector<int64_t> idx = load<int64_t>(mem, inst.srcs[1]);
+  const int64_t parts = partitionsOf(inst.srcs[0]), n = int64_t(x.size()) / parts,
+                k = int64_t(idx.size()) / parts;
+  const int64_t e = int64_t(inst.imm[0]), v = int64_t(inst.imm[1]);
+  std::vector<T> out(size_t(parts * v * e));
+  for (int64_t core = 0; core < parts / 16; ++core)
+    for (int64_t j = 0; j < v; ++j) {
+      // indices_1d[j] = index[16 core + j % 16, j / 16] (numpy's flatten(order='F'))
+      const int64_t at = idx[size_t((16 * core + j % 16) * k + j / 16)];
+      if (at + e > n)
+        failInstruction(index, inst,
+                        "index " + std::to_string(at) + " (valid index " + std::to_string(j) +
+                            " of GpSimd core " + std::to_string(core) + ") reads elements [" +
+                            std::to_string(at) + ", " + std::to_string(at + e) +
+                            ") of rows of " + std::to_string(n) + " (srcs[0])");
+      for (int64_t p = 16 * core; p < 16 * core + 16; ++p)
+        std::copy_n(x.begin() + p * n + at, e, out.begin() + (p * v + j) * e);
+    }
+  store(mem, inst.dst, out);
+}
+
+/// For each segment id: the first index of its run of equal ids and one past the last (N and
+/// -1 for the padding id 0), starts then ends.
+template <class T> void sequenceBoundsAs(Memory &mem, const Instruction &inst) {
+  const std::vector<T> ids = load<T>(mem, inst.srcs[0]);
+  const int64_t n = int64_t(ids.size());
+  std::vector<T> out(size_t(2 * n));
+  for (int64_t i = 0; i < n; ++i)
+    out[size_t(i)] = ids[size_t(i)] == T(0)                          ? T(n)
+                     : i > 0 && ids[size_t(i)] == ids[size_t(i - 1)] ? out[size_t(i - 1)]
+                                                                     : T(i);
+  for (int64_t i = n - 1; i >= 0; --i)
+    out[size_t(n + i)] = ids[size_t(i)] == T(0)                              ? T(-1)
+                         : i + 1 < n && ids[size_t(i)] == ids[size_t(i + 1)] ? out[size_t(n + i + 1)]
+                                                                             : T(i + 1);
+  store(mem, inst.dst, out);
+}
+
 /// Partitions 0, 16, ... of the tile: the nonzero elements' indices + imm[0], imm[1] padding,
 /// the count last; dst's other partitions unchanged.
 void nonzeroWithCount(Memory &mem, const Instruction &inst) {
@@ -736,6 +779,18 @@ bool runIsaOp(Memory &mem, size_t index, const Instruction &inst, const InstrSha
     return true;
   case Opcode::SetRngSeed:
     setRngSeed(mem, inst);
+    return true;
+  case Opcode::LocalGather:
+    if (isIntegerDType(inst.dst.dtype))
+      localGatherAs<int64_t>(mem, index, inst);
+    else
+      localGatherAs<float>(mem, index, inst);
+    return true;
+  case Opcode::SequenceBounds:
+    if (isIntegerDType(inst.dst.dtype))
+      sequenceBoundsAs<int64_t>(mem, inst);
+    else
+      sequenceBoundsAs<float>(mem, inst);
     return true;
   case Opcode::NGather:
     if (isIntegerDType(inst.dst.dtype))

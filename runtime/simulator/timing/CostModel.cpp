@@ -263,7 +263,11 @@ double computeCycles(const Target &t, const Instruction &inst,
   case Opcode::AffineSelect:
   case Opcode::Random:
   case Opcode::NonzeroWithCount: // ESTIMATE (Isa.def): iota's 150 + N over the source row
+  case Opcode::LocalGather:      // ESTIMATE (Isa.def): 150 + M over the gathered elements
     c = t.iotaFixedCycles + n;
+    break;
+  case Opcode::SequenceBounds: // ESTIMATE (Isa.def): 150 + 2N, a forward and a backward pass
+    c = t.iotaFixedCycles + 2 * n;
     break;
   case Opcode::Select:
     c = 2 * n;

@@ -274,3 +274,40 @@ def test_ap_broadcast_of_a_middle_dim_and_positional_op():
     x = np.random.rand(32, 3, 16).astype(np.float32)
     c = np.random.rand(32, 16).astype(np.float32)
     np.testing.assert_allclose(broadcast_middle_dim(x, c), x * c[:, None, :], rtol=1e-6)
+
+
+@nki.jit
+def add_one_into(x, out):
+    """Writes half of an argument (NKI kernels take their outputs as arguments)."""
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=1.0)
+    nisa.dma_copy(dst=out[0:64, :], src=t[0:64, :])
+    back = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=back, src=out)  # reads its own write and the untouched half
+    total = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=total, src=back)
+    return total
+
+
+def test_kernel_writes_an_argument_in_place():
+    x = np.random.randn(128, 32).astype(np.float32)
+    out = np.full((128, 32), 7.0, np.float32)
+    total = add_one_into(x, out)
+    want = np.concatenate([x[:64] + 1, np.full((64, 32), 7.0, np.float32)])
+    np.testing.assert_array_equal(total, want)  # the kernel saw its write and the old half
+    np.testing.assert_array_equal(out, want)    # the caller's array holds the final value
+    xt, ot = torch.from_numpy(x), torch.full((128, 32), 7.0)
+    add_one_into(xt, ot)
+    torch.testing.assert_close(ot, torch.from_numpy(want), rtol=0, atol=0)
+
+
+def test_kernel_writing_an_argument_is_an_error_inside_compiled_graphs():
+    from neuronsim import kernels
+    from neuronsim.errors import NeuronCompileError
+
+    op = kernels.torch_op("nkitest::add_one_into", add_one_into)
+    compiled = torch.compile(lambda a, b: op(a, b) * 2.0, backend="neuron", fullgraph=True)
+    with pytest.raises(NeuronCompileError) as info:
+        compiled(torch.randn(128, 32), torch.zeros(128, 32))
+    assert "writes its argument(s) [1] in place: such kernels run eagerly" in str(info.value)

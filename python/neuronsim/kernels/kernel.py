@@ -144,6 +144,9 @@ def run_eager(kernel: Kernel, args: list[Any], kwargs: dict[str, Any],
                           profile=options.profile, timing_only=options.timing_only,
                           check_hazards=options.check_hazards)
     outputs = graph([t.contiguous() for t in tensors])
+    for arg, out in traced.inplace:  # an argument the kernel wrote: the caller's tensor too
+        with torch.no_grad():
+            tensors[arg].copy_(outputs[out].to(tensors[arg].device))
     return outputs[:len(outputs) - traced.scratch] if traced.scratch else outputs
 
 
@@ -254,6 +257,10 @@ def export_node(node: torch.fx.Node, ref: Callable[[Any], Any], results: list[An
         else:
             traced_args.append(v)
     traced = kernel.trace(*traced_args)
+    if traced.inplace:
+        raise NeuronCompileError(f"kernel '{kernel.name}' writes its argument(s) "
+                                 f"{[a for a, _ in traced.inplace]} in place: such kernels run "
+                                 "eagerly, not yet inside compiled graphs")
     if traced.scratch:
         raise NeuronCompileError(f"kernel '{kernel.name}' keeps HBM scratch (nl.private_hbm): "
                                  "such kernels run eagerly, not yet inside compiled graphs")

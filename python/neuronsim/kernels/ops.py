@@ -78,9 +78,7 @@ def load(view: HbmView, dtype: torch.dtype | None, source: Source, transpose: bo
 def store(view: HbmView, value: Any, source: Source) -> None:
     t = tracer()
     tile = as_tile(value, "the value of nl.store")
-    if not view.tensor.is_output:
-        raise error("kernels write only the HBM tensors they make with nl.ndarray(..., "
-                    "buffer=nl.shared_hbm) (their inputs are read-only)", source)
+    t.writable(view.tensor, source)
     p, f = _dims_of_view(view, source)
     if (p, f) != tile.shape:
         raise error(f"nl.store of a tile of shape {list(tile.shape)} into an HBM view of shape "

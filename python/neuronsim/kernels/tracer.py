@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
@@ -62,7 +62,10 @@ class Traced:
     ir: str
     outputs: list[tuple[tuple[int, ...], torch.dtype]]
     source: Source
-    scratch: int = 0  # the last `scratch` outputs are the kernel's HBM scratch (private_hbm)
+    scratch: int = 0  # the last `scratch` outputs are dropped by the caller (HBM scratch and
+    # the arguments the kernel writes but does not return)
+    # (argument tensor index, output index): an argument the kernel writes, its final value
+    inplace: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def returned(self) -> list[tuple[tuple[int, ...], torch.dtype]]:
@@ -80,6 +83,8 @@ class Tracer:
         self.constants: list[ir.ConstantTensor] = []
         self.constant_tiles: dict[Any, Tile] = {}
         self.prologue: list[ir.Op] = []
+        # the arguments the kernel writes: (argument index, the tensor they are now)
+        self.inplace: list[tuple[int, ir.HbmTensor]] = []
         self.capacity = {"sbuf": capacity_sbuf, "psum": capacity_psum}
         # The newest op and the fresh tile it made, while nothing else has happened since:
         # `dst[...] = op(...)` and `acc += nc_matmul(...)` redirect it.
@@ -192,6 +197,33 @@ class Tracer:
             part = TileRegion(region.tile, region.p0 + p0, n, region.c0, region.width)
             self.record(ir.DmaOp(source, const, [(0, n), (0, region.width)], part))
 
+    # -- HBM writes --------------------------------------------------------------------------
+
+    def writable(self, tensor: ir.HbmTensor, source: Source) -> None:
+        """Checks that the kernel may write `tensor`: an output it made, or an argument (NKI
+        kernels write results into tensors they are given, as rope_hf's q_out). An argument
+        written becomes an output whose first value is the argument's, copied by a DMA at the
+        kernel's start (the hardware writes the caller's buffer in place: that copy is time
+        the device does not spend); the caller gets the final value back in the argument."""
+        if tensor.is_output:
+            return
+        index = next((i for i, t in enumerate(self.inputs) if t is tensor), None)
+        if index is None:
+            raise error("kernels write only their arguments and the HBM tensors they make with "
+                        "nl.ndarray(..., buffer=nl.shared_hbm) (constants are read-only)",
+                        source)
+        from .values import HbmView
+
+        original = ir.HbmTensor(tensor.name, tensor.shape, tensor.dtype, is_output=False)
+        original.written = True
+        self.inputs[index] = original
+        tensor.name, tensor.is_output, tensor.source = f"inout{index}", True, source
+        whole_src, whole_dst = HbmView(original), HbmView(tensor)
+        self.prologue.append(ir.DmaOp(
+            source, ir.HbmAccess(original, whole_src.offset, list(whole_src.dims)), None,
+            ir.HbmAccess(tensor, whole_dst.offset, list(whole_dst.dims))))
+        self.inplace.append((index, tensor))
+
     # -- the whole kernel ------------------------------------------------------------------
 
     def finish(self, returned: Any, source: Source) -> Traced:
@@ -219,9 +251,13 @@ class Tracer:
             raise error("the kernel returns the same tensor twice", source)
         self.root.ops[:0] = self.prologue
         symbol = re.sub(r"[^A-Za-z0-9_]", "_", self.name)
-        results = results + scratch  # scratch HBM: outputs of the program, dropped by the caller
-        text = ir.Emitter(symbol).emit(self.root, self.inputs, results, self.constants, source)
-        return Traced(symbol, text, [(r.shape, r.dtype) for r in results], source, len(scratch))
+        # dropped by the caller: the written arguments not returned, scratch HBM
+        hidden = [t for _, t in self.inplace if t not in results] + scratch
+        outputs = results + hidden
+        inplace = [(i, next(k for k, o in enumerate(outputs) if o is t)) for i, t in self.inplace]
+        text = ir.Emitter(symbol).emit(self.root, self.inputs, outputs, self.constants, source)
+        return Traced(symbol, text, [(r.shape, r.dtype) for r in outputs], source, len(hidden),
+                      inplace)
 
 
 def _whole_view(value: Any) -> bool:

@@ -275,9 +275,7 @@ class NTile:
 
     def dma_to(self, view: HbmView, source: Source) -> None:
         t = tracer()
-        if not view.tensor.is_output:
-            raise error("kernels write only the HBM tensors they make with nl.ndarray(..., "
-                        "buffer=nl.shared_hbm) (their inputs are read-only)", source)
+        t.writable(view.tensor, source)
         if math.prod(view.shape) != math.prod(self.shape):
             raise error(f"a DMA of a tile of shape {list(self.shape)} into an HBM view of "
                         f"shape {list(view.shape)}: the element counts differ", source)

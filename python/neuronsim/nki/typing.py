@@ -20,8 +20,8 @@ scalar = float
 
 
 class _MutableTensorType:
-    """`nt.mutable_tensor`: the annotation of an HBM argument a kernel writes (kept for
-    annotations; NeuronSim's kernels write only the HBM tensors they make)."""
+    """`nt.mutable_tensor`: the annotation of an HBM argument a kernel writes (an annotation
+    only: any argument may be written, and the caller's tensor gets the final value)."""
 
     def __getitem__(self, key: Any) -> Any:
         return tensor[key] if isinstance(key, tuple) and len(key) == 2 else self

@@ -24,6 +24,10 @@ std::optional<rt::DType> toDType(Type t) {
     return rt::DType::BF16;
   if (t.isF16())
     return rt::DType::F16;
+  if (t.isFloat8E4M3FN()) // torch.float8_e4m3fn, NKI's float8_e4m3fn
+    return rt::DType::F8E4M3FN;
+  if (t.isFloat8E5M2()) // torch.float8_e5m2, NKI's float8_e5m2
+    return rt::DType::F8E5M2;
   // Integers by width and signedness: ui8 is the program's U8 (loaded as 0..255), never I8;
   // other unsigned or signed-only types have no encoding.
   if (t.isUnsignedInteger(8))

@@ -27,6 +27,10 @@ static Type parseElementType(MLIRContext &ctx, const std::string &name) {
     return BFloat16Type::get(&ctx);
   if (name == "f16")
     return Float16Type::get(&ctx);
+  if (name == "f8e4m3fn") // torch.float8_e4m3fn (kernels' tensors)
+    return Float8E4M3FNType::get(&ctx);
+  if (name == "f8e5m2") // torch.float8_e5m2 (kernels' tensors)
+    return Float8E5M2Type::get(&ctx);
   if (name == "u8") // torch.uint8: unsigned, exported as the program's u8
     return IntegerType::get(&ctx, 8, IntegerType::Unsigned);
   if (name == "u32") // torch.uint32 (kernels' tensors only: NKI's uint32), the program's u32

@@ -14,6 +14,10 @@ inline runtime::DType runtimeDType(mlir::Type t) {
     return runtime::DType::BF16;
   if (t.isF16())
     return runtime::DType::F16;
+  if (t.isFloat8E4M3FN())
+    return runtime::DType::F8E4M3FN;
+  if (t.isFloat8E5M2())
+    return runtime::DType::F8E5M2;
   if (mlir::isa<mlir::FloatType>(t))
     return runtime::DType::F32;
   switch (t.getIntOrFloatBitWidth()) {

@@ -26,8 +26,11 @@ GRAPH_DTYPE_NAMES: dict[torch.dtype, str] = {
 
 # Kernels only (NKI's uint32: indices of max8 / nc_find_index8, counts): tiles and HBM tensors
 # of a kernel may be uint32; compiled graphs' arithmetic on them is not supported.
+# fp8 (OCP e4m3fn, e5m2): kernels' tiles and tensors for now (compiled graphs: issue 32).
 KERNEL_DTYPE_NAMES: dict[torch.dtype, str] = {**GRAPH_DTYPE_NAMES, torch.uint32: "u32",
-                                               torch.uint16: "u16"}
+                                               torch.uint16: "u16",
+                                               torch.float8_e4m3fn: "f8e4m3fn",
+                                               torch.float8_e5m2: "f8e5m2"}
 
 _float64_warned = False
 

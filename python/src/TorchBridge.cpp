@@ -38,6 +38,8 @@ std::optional<DType> runtimeDType(c10::ScalarType t) {
   case c10::ScalarType::Bool: return DType::Bool;
   case c10::ScalarType::UInt32: return DType::U32;
   case c10::ScalarType::UInt16: return DType::U16;
+  case c10::ScalarType::Float8_e4m3fn: return DType::F8E4M3FN;
+  case c10::ScalarType::Float8_e5m2: return DType::F8E5M2;
   default: return std::nullopt;
   }
 }
@@ -54,6 +56,8 @@ c10::ScalarType torchDType(DType t) {
   case DType::Bool: return c10::ScalarType::Bool;
   case DType::U32: return c10::ScalarType::UInt32;
   case DType::U16: return c10::ScalarType::UInt16;
+  case DType::F8E4M3FN: return c10::ScalarType::Float8_e4m3fn;
+  case DType::F8E5M2: return c10::ScalarType::Float8_e5m2;
   }
   throw std::invalid_argument("program buffer has an unknown dtype");
 }

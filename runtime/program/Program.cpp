@@ -24,9 +24,9 @@ bool parseName(const char *const (&names)[N], const std::string &name,
 }
 
 // Indexed by the enum values; keep in the order of the enum declarations.
-const char *const kDTypeNames[] = {"f32", "bf16", "f16", "i64", "i32",
-                                   "i8",  "u8",   "i1",  "u32", "u16"};
-const int64_t kDTypeSizes[] = {4, 2, 2, 8, 4, 1, 1, 1, 4, 2};
+const char *const kDTypeNames[] = {"f32", "bf16", "f16", "i64", "i32",      "i8",
+                                   "u8",  "i1",   "u32", "u16", "f8e4m3fn", "f8e5m2"};
+const int64_t kDTypeSizes[] = {4, 2, 2, 8, 4, 1, 1, 1, 4, 2, 1, 1};
 const char *const kEngineNames[] = {"tensor", "vector", "scalar",
                                     "gpsimd", "dma",    "collective"};
 const char *const kCollectiveKindNames[] = {"all_reduce", "all_gather",
@@ -58,7 +58,7 @@ template <size_t N> constexpr bool dense(const int (&values)[N]) {
 static_assert(dense(kActFuncValues) && dense(kAluOpValues));
 
 static_assert(sizeof(kDTypeNames) / sizeof(*kDTypeNames) ==
-              size_t(DType::U16) + 1);
+              size_t(DType::F8E5M2) + 1);
 static_assert(sizeof(kCollectiveKindNames) / sizeof(*kCollectiveKindNames) ==
               size_t(CollectiveKind::AllToAll) + 1);
 static_assert(std::size(kActFuncNames) == size_t(kNumActFuncs));

@@ -33,12 +33,14 @@ struct LoopTerm {
 /// base + sum of terms for the induction variables `iv` (indexed by level).
 int64_t evalAffine(int64_t base, const std::vector<LoopTerm> &terms, const int64_t *iv);
 
-/// Storage element types. Names ("f32", "bf16", ...) are the serialized form.
-enum class DType : uint8_t { F32, BF16, F16, I64, I32, I8, U8, Bool, U32, U16 };
+/// Storage element types. Names ("f32", "bf16", ...) are the serialized form. F8E4M3FN and
+/// F8E5M2 are the OCP fp8 formats of torch.float8_e4m3fn (no inf, max 448, NaN S.1111.111) and
+/// torch.float8_e5m2 (IEEE-like: max 57344, inf and NaN).
+enum class DType : uint8_t { F32, BF16, F16, I64, I32, I8, U8, Bool, U32, U16, F8E4M3FN, F8E5M2 };
 
 /// Size in bytes of one element.
 int64_t dtypeSize(DType t);
-/// "f32", "bf16", "f16", "i64", "i32", "i8", "u8", "i1", "u32", "u16".
+/// "f32", "bf16", "f16", "i64", "i32", "i8", "u8", "i1", "u32", "u16", "f8e4m3fn", "f8e5m2".
 const char *dtypeName(DType t);
 /// Inverse of dtypeName; returns false on an unknown name.
 bool parseDType(const std::string &name, DType &out);

@@ -111,7 +111,8 @@ std::string numberText(double v) {
 }
 
 bool isFloatDType(DType t) {
-  return t == DType::F32 || t == DType::BF16 || t == DType::F16;
+  return t == DType::F32 || t == DType::BF16 || t == DType::F16 || t == DType::F8E4M3FN ||
+         t == DType::F8E5M2;
 }
 
 /// Facts about one checked access pattern.

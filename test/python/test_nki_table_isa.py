@@ -454,3 +454,46 @@ def test_sequence_bounds_matches_numpy(dtype):
     got = bounds(ids)
     assert got.dtype == dtype
     np.testing.assert_array_equal(got, _sequence_bounds_reference(ids[0]).astype(dtype))
+
+
+@nki.jit
+def cast_tile(x, dtype):
+    """tensor_copy casts on the Vector engine: x's tile into a tile of `dtype`."""
+    y = nl.ndarray(x.shape, dtype=dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=y, src=_load(x))
+    return _store(y)
+
+
+def _fp8_cases():
+    """Every fp8 boundary the cast meets: ties at each exponent, subnormals, the largest finite
+    values and their overflow points, inf, NaN and signed zeros, plus random values."""
+    import torch
+
+    specials = [0.0, -0.0, 1.0, 1.0625, 1.1875, -1.0625, 448.0, 464.0, 479.9, 480.0, 500.0,
+                57344.0, 61440.0, 65535.0, 65536.0, 2.0 ** -6, 2.0 ** -9, 2.0 ** -10,
+                3 * 2.0 ** -11, 2.0 ** -14, 2.0 ** -16, 2.0 ** -17, 3 * 2.0 ** -18, 1e-30,
+                float("inf"), float("-inf"), float("nan"), -240.0, 0.3, -17.25]
+    rand = torch.cat([torch.randn(1000) * s for s in (1e-3, 1.0, 100.0, 3e4)])
+    x = torch.cat([torch.tensor(specials), -torch.tensor(specials), rand])
+    return x[:len(x) // 128 * 128].reshape(128, -1)
+
+
+@pytest.mark.parametrize("name", ["float8_e4m3fn", "float8_e5m2"])
+def test_fp8_casts_match_pytorch_bit_exactly(name):
+    import torch
+
+    dtype = getattr(torch, name)
+    assert getattr(nl, name) is dtype
+    x = _fp8_cases()
+    got = cast_tile(x, dtype)
+    assert got.dtype == dtype
+    assert torch.equal(got.view(torch.uint8), x.to(dtype).view(torch.uint8))
+    every = torch.arange(256, dtype=torch.uint8).view(dtype).reshape(2, 128)
+    back = cast_tile(every, torch.float32)  # fp8 -> fp32 is exact for all 256 patterns
+    torch.testing.assert_close(back, every.float(), rtol=0, atol=0, equal_nan=True)
+
+
+def test_float8_e4m3_names_why_it_is_unsupported():
+    with pytest.raises(Exception) as info:
+        cast_tile(np.zeros((4, 4), np.float32), nl.float8_e4m3)
+    assert "IEEE-style e4m3 (max 240), which has no PyTorch dtype" in str(info.value)

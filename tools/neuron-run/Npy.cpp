@@ -21,6 +21,8 @@ std::string npyDescr(DType t) {
   case DType::Bool: return "|b1";
   case DType::U32: return "<u4";
   case DType::U16: return "<u2";
+  case DType::F8E4M3FN: return "|u1"; // the bits (numpy has no fp8)
+  case DType::F8E5M2: return "|u1";
   }
   return "?";
 }

@@ -178,6 +178,8 @@ void fillRandom(std::vector<uint8_t> &data, DType t, std::mt19937_64 &rng) {
     case DType::U32: { uint32_t v = uint32_t(small(rng) & 0xff); std::memcpy(p, &v, 4); break; }
     case DType::U16: { uint16_t v = uint16_t(small(rng) & 0xff); std::memcpy(p, &v, 2); break; }
     case DType::I8: case DType::U8: *p = uint8_t(small(rng)); break;
+    // fp8: a random byte of small finite values (sign, exponent <= 6 of e4m3fn / 13 of e5m2)
+    case DType::F8E4M3FN: case DType::F8E5M2: *p = uint8_t(small(rng)) & 0xb7; break;
     case DType::Bool: *p = uint8_t(small(rng) & 1); break;
     }
   }

@@ -27,6 +27,8 @@ MLIR_TYPES = {
     torch.uint8: "ui8",
     torch.uint32: "ui32",  # NKI's uint32: indices (max8 / nc_find_index8), counts
     torch.uint16: "ui16",  # NKI's uint16: local_gather's indices
+    torch.float8_e4m3fn: "f8E4M3FN",  # NKI's float8_e4m3fn (OCP: no inf, max 448)
+    torch.float8_e5m2: "f8E5M2",  # NKI's float8_e5m2
     torch.bool: "i1",
 }
 

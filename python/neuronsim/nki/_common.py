@@ -48,7 +48,10 @@ def torch_dtype(dtype: Any, what: str = "dtype") -> torch.dtype:
         return dtype
     if isinstance(dtype, UnsupportedDType):
         raise error(f"{what} {dtype.name}: NeuronSim's kernels do not support it yet "
-                    "(float32, bfloat16, float16, int32, int16, int8, uint8, uint16, uint32 and bool are)")
+                    "(float32, bfloat16, float16, float8_e4m3fn, float8_e5m2, int32, int16, int8, "
+                    "uint8, uint16, uint32 and bool are)"
+                    + ("; NKI's float8_e4m3 is IEEE-style e4m3 (max 240), which has no PyTorch "
+                       "dtype" if dtype.name == "float8_e4m3" else ""))
     if isinstance(dtype, str) and dtype == "bfloat16":
         return torch.bfloat16
     try:

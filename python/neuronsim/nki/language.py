@@ -44,9 +44,11 @@ uint32 = torch.uint32
 uint16 = torch.uint16
 bool_ = torch.bool
 tfloat32 = UnsupportedDType("tfloat32")
+# NKI's float8_e4m3 is the IEEE-style e4m3 (inf and NaN, max 240), which PyTorch has no dtype
+# for; float8_e4m3fn and float8_e5m2 are PyTorch's.
 float8_e4m3 = UnsupportedDType("float8_e4m3")
-float8_e5m2 = UnsupportedDType("float8_e5m2")
-float8_e4m3fn = UnsupportedDType("float8_e4m3fn")
+float8_e5m2 = torch.float8_e5m2
+float8_e4m3fn = torch.float8_e4m3fn
 float8_e8m0fnu = UnsupportedDType("float8_e8m0fnu")
 float4_e2m1fn_x4 = UnsupportedDType("float4_e2m1fn_x4")
 float8_e4m3fn_x4 = UnsupportedDType("float8_e4m3fn_x4")

@@ -222,7 +222,12 @@ void Executor::random(const Instruction &inst, uint64_t seed, uint64_t first) {
   Cursor d(dv);
   const int64_t total = dv.numElements();
   const uint64_t stream = uint64_t(inst.imm[0]);
-  const int bits = inst.dst.dtype == DType::BF16 ? 8 : inst.dst.dtype == DType::F16 ? 11 : 24;
+  const DType dt = inst.dst.dtype; // the significand bits of dst (a u < 1 stays below 1)
+  const int bits = dt == DType::BF16     ? 8
+                   : dt == DType::F16    ? 11
+                   : dt == DType::F8E4M3FN ? 4
+                   : dt == DType::F8E5M2 ? 3
+                                         : 24;
   float *o = scratch<float>(0, kChunk);
   for (int64_t off = 0; off < total; off += kChunk) {
     const int64_t n = std::min(kChunk, total - off);

@@ -1,7 +1,10 @@
 // Conversions between storage dtypes and the compute types (float, double,
 // int64).
 //
-// bf16 and fp16 stores round to nearest even; NaN stays NaN (quiet).
+// bf16 and fp16 stores round to nearest even; NaN stays NaN (quiet). fp8 stores are PyTorch's
+// CPU casts (torch 2.13): round to nearest even from fp32; e4m3fn saturates every value beyond
+// 448, infinities included, to +-448 and keeps NaN a NaN (0x7f, sign kept); e5m2 overflows to
+// inf (no saturation). Trainium's own overflow rule is not documented: not modelled.
 // Integer loads are exact (u8 is unsigned: 200 is 200, never -56).
 // int64 -> narrower integer stores wrap (two's complement), as torch.
 // Float -> integer stores are torch's .to(dtype) on x86-64 (C++ leaves the
@@ -83,8 +86,62 @@ inline uint16_t floatToHalf(float f) {
   return uint16_t(out | (sign >> 16));
 }
 
+inline float fp8e4m3fnToFloat(uint8_t b) {
+  const uint32_t exp = (b >> 3) & 0xf, mant = b & 7;
+  float mag;
+  if (exp == 15 && mant == 7)
+    mag = bitsToFloat(0x7fc00000u);
+  else if (exp == 0)
+    mag = float(mant) * 0.001953125f; // mant * 2^-9
+  else
+    mag = bitsToFloat(((exp + 120) << 23) | (mant << 20));
+  return (b & 0x80) ? -mag : mag;
+}
+
+inline uint8_t floatToFp8e4m3fn(float f) {
+  uint32_t u = floatToBits(f);
+  const uint32_t sign = u & 0x80000000u;
+  u ^= sign;
+  uint8_t out;
+  if (u > 0x7f800000u) { // NaN
+    out = 0x7f;
+  } else if (u >= 0x43e00000u) { // >= 448, inf included: saturates to 448 (PyTorch's cast)
+    out = 0x7e;
+  } else if (u < 121u << 23) { // below 2^-6: a subnormal (or zero) of e4m3fn
+    const uint32_t magic = 141u << 23;
+    out = uint8_t(floatToBits(bitsToFloat(u) + bitsToFloat(magic)) - magic);
+  } else {
+    const uint32_t mantOdd = (u >> 20) & 1;
+    u += (uint32_t(7 - 127) << 23) + 0x7ffffu + mantOdd; // rebias, round to nearest even
+    out = uint8_t(u >> 20);
+  }
+  return uint8_t(out | (sign >> 24));
+}
+
+inline float fp8e5m2ToFloat(uint8_t b) { return halfToFloat(uint16_t(b) << 8); }
+
+inline uint8_t floatToFp8e5m2(float f) {
+  uint32_t u = floatToBits(f);
+  const uint32_t sign = u & 0x80000000u;
+  u ^= sign;
+  uint8_t out;
+  if (u >= 143u << 23) { // >= 65536: inf (overflow), or NaN
+    out = u > 0x7f800000u ? 0x7f : 0x7c;
+  } else if (u < 113u << 23) { // below 2^-14: a subnormal (or zero) of e5m2
+    const uint32_t magic = 134u << 23;
+    out = uint8_t(floatToBits(bitsToFloat(u) + bitsToFloat(magic)) - magic);
+  } else {
+    const uint32_t mantOdd = (u >> 21) & 1;
+    u += (uint32_t(15 - 127) << 23) + 0xfffffu + mantOdd;
+    out = uint8_t(u >> 21);
+  }
+  return uint8_t(out | (sign >> 24));
+}
+
+inline bool isFp8DType(DType t) { return t == DType::F8E4M3FN || t == DType::F8E5M2; }
+
 inline bool isIntegerDType(DType t) {
-  return t != DType::F32 && t != DType::BF16 && t != DType::F16;
+  return t != DType::F32 && t != DType::BF16 && t != DType::F16 && !isFp8DType(t);
 }
 
 /// Float -> i64 as torch on x86-64 (see above). The range test is exact in
@@ -198,6 +255,10 @@ void loadRun(const uint8_t *p, int64_t stride, DType dt, T *out, int64_t n) {
     return loadLoop<uint32_t>(p, stride, out, n, id);
   case DType::U16:
     return loadLoop<uint16_t>(p, stride, out, n, id);
+  case DType::F8E4M3FN:
+    return loadLoop<uint8_t>(p, stride, out, n, fp8e4m3fnToFloat);
+  case DType::F8E5M2:
+    return loadLoop<uint8_t>(p, stride, out, n, fp8e5m2ToFloat);
   case DType::U8:
   case DType::Bool:
     if constexpr (std::is_same_v<T, double>)
@@ -249,6 +310,12 @@ void storeRun(uint8_t *p, int64_t stride, DType dt, const T *in, int64_t n) {
   case DType::U16:
     return storeLoop<uint16_t>(p, stride, in, n,
                                [](T v) { return toIntStorage<uint16_t>(v); });
+  case DType::F8E4M3FN:
+    return storeLoop<uint8_t>(p, stride, in, n,
+                              [](T v) { return floatToFp8e4m3fn(float(v)); });
+  case DType::F8E5M2:
+    return storeLoop<uint8_t>(p, stride, in, n,
+                              [](T v) { return floatToFp8e5m2(float(v)); });
   case DType::Bool:
     if constexpr (std::is_same_v<T, double>)
       if (stride == 1)
